@@ -1,0 +1,50 @@
+/* Shared by the Check programs under tests/: a seeded generator, a GPU gate, and a
+ * main() helper. Test files include this after <check.h>. */
+#ifndef STRATA_TESTUTIL_H
+#define STRATA_TESTUTIL_H
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+/* liburing's T_EXIT_SKIP: CTest reports exit code 77 as "skipped". */
+#define TEST_EXIT_SKIP 77
+
+/* splitmix64: a tiny seeded generator, identical on every machine. */
+static inline uint64_t tu_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+/* Uniform in [-1, 1). */
+static inline float tu_uniform(uint64_t *s)
+{
+	return (float)((double)(tu_next(s) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+/* For gpu_*.c programs: exit 77 unless a GPU is usable. */
+static inline void tu_require_gpu(void)
+{
+	if (strata_gpu_count() < 1) {
+		printf("no usable GPU: skipping\n");
+		exit(TEST_EXIT_SKIP);
+	}
+}
+
+/* Run one suite (forked, with its own timeouts) and return the process status. */
+static inline int tu_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif
