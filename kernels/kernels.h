@@ -188,6 +188,12 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 int strata_k_indexer_cpu(const strata_indexer_params *p);
 
+/* ==== hot-cache lookup and selected-entry gather (prefetch/ drives these) ============= */
+/* (section owned by the prefetch work: declarations go here) */
+
+/* ==== attention: reference sparse attention with sink, LSE combine ==================== */
+/* (section owned by the engine work: declarations go here) */
+
 #ifdef __cplusplus
 }
 #endif
