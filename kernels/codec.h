@@ -121,7 +121,11 @@ STRATA_HD uint8_t codec_e2m1_encode(float x)
 	else if (a < 3.5f) c = 5;
 	else if (a <= 5.0f) c = 6;
 	else c = 7;
-	return (uint8_t)(c | (x < 0.0f ? 8 : 0));
+	/* The sign comes from the sign bit, as in e4m3 (so -0.0 and small negatives give
+	 * the code 8, "-0"); NaN has no e2m1 code and becomes +0. */
+	if (a != a)
+		return 0;
+	return (uint8_t)(c | ((codec_f2u(x) >> 28) & 8u));
 }
 STRATA_HD float codec_e2m1_decode(uint8_t code)
 {
@@ -149,9 +153,26 @@ STRATA_HD uint8_t codec_ue8m0_byte(int exp)
 	int b = exp + 127;
 	return (uint8_t)(b < 0 ? 0 : (b > 255 ? 255 : b));
 }
+/* Byte 0xff is NaN in OCP E8M0; strata's encoders never write it (finite inputs
+ * give at most 247 for main tiles and 253 for MXFP4 groups). */
 STRATA_HD float codec_ue8m0_decode(uint8_t b)
 {
-	return codec_exp2i((int)b - 127 < -149 ? -149 : (int)b - 127);
+	if (b == 0xff)
+		return codec_u2f(0x7fc00000u);
+	return codec_exp2i((int)b - 127);
+}
+
+STRATA_HD int codec_isfinite(float x)
+{
+	return (codec_f2u(x) & 0x7f800000u) != 0x7f800000u;
+}
+/* Running amax over a tile. Non-finite values are skipped: NaN encodes as NaN (e4m3)
+ * or 0 (e2m1) and an infinity saturates, without poisoning the whole tile's scale.
+ * fmaxf on finite non-negative values is exact and order-free, so a shuffle tree on
+ * the GPU gets the same amax as the CPU's loop. */
+STRATA_HD float codec_amax_acc(float m, float x)
+{
+	return codec_isfinite(x) ? fmaxf(m, fabsf(x)) : m;
 }
 
 STRATA_HD float codec_clampf(float x, float lo, float hi)

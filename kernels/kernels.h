@@ -192,7 +192,72 @@ int strata_k_indexer_cpu(const strata_indexer_params *p);
 /* (section owned by the prefetch work: declarations go here) */
 
 /* ==== attention: reference sparse attention with sink, LSE combine ==================== */
-/* (section owned by the engine work: declarations go here) */
+
+/* Sparse MQA attention of a batch of query rows over main entries in the 584-byte
+ * format (FORMATS.md section 2), as FlashMLA's sparse decode consumes them: each row
+ * names its entries by index lists of `block*B + offset` into a pool (-1 = none,
+ * skipped). Two lists per row, visited in this order: `idx` into `pool` (the selected
+ * C4 entries of a CSA layer, or all C128 entries of an HCA layer) and `win_idx` into
+ * `win_pool` (the window ring). One shared K = V head of 512 dims (448 e4m3 NoPE x
+ * UE8M0 tile scale, 64 bf16 RoPE), dequantised exactly to fp32.
+ *   s_j = scale * q . k_j,  lse = log(sum_j exp(s_j)),  out = sum_j softmax_j * v_j
+ * With sink != NULL the output is scaled by exp(lse) / (exp(lse) + exp(sink[h]));
+ * lse is always reported without the sink, so that partial outputs (DCP) can be
+ * combined first and the sink applied once (strata_k_attn_combine).
+ * A row with no valid entry gives out = 0 and lse = -inf.
+ *
+ * Summation order (the CPU twin defines it): per row and head, scores in list order
+ * (idx then win_idx), max m, l = sum exp(s_j - m) in list order, out = sum
+ * (exp(s_j - m) / l) v_j in list order. The GPU kernel uses an online softmax over
+ * tiles and agrees within STRATA_ATTN_GPU_RTOL (relative to max |out| of the row and
+ * head) and STRATA_ATTN_GPU_ATOL on lse. Both backends are deterministic: the same
+ * entries in the same order with the same bytes give bit-identical outputs. */
+#define STRATA_ATTN_GPU_RTOL 1e-5f
+#define STRATA_ATTN_GPU_ATOL 1e-5f
+
+typedef struct strata_attn_params {
+	int n_rows;
+	int heads;
+	float scale;              /* softmax scale: 512^-0.5 for V4 */
+	const float *q;           /* [n_rows][heads][512] */
+	const float *sink;        /* [heads] fp32 sink logits, or NULL: no sink */
+	const uint8_t *pool;      /* main-entry blocks of strata_main_block_stride(B) */
+	int B;
+	const int32_t *idx;       /* [n_rows][n_idx], block*B + offset or -1 */
+	int n_idx;                /* may be 0 (idx, pool unused) */
+	const uint8_t *win_pool;  /* window ring blocks, stride strata_main_block_stride(win_B) */
+	int win_B;
+	const int32_t *win_idx;   /* [n_rows][n_win] */
+	int n_win;                /* may be 0 */
+	float *out;               /* [n_rows][heads][512] */
+	float *lse;               /* [n_rows][heads], natural log, without sink; or NULL */
+} strata_attn_params;
+
+int strata_k_attn(strata_dev *dev, const strata_attn_params *p, strata_stream *s);
+int strata_k_attn_cpu(const strata_attn_params *p);
+
+/* Exact combine of P partial attentions of the same rows (DCP: each rank attends to
+ * the entries it owns), FORMATS.md / DESIGN.md section 7: with lse_p the partials'
+ * log-sum-exp and M = max_p lse_p,
+ *   w_p = exp(lse_p - M),  out = sum_p w_p out_p / sum_p w_p,  lse = M + log sum_p w_p
+ * (out_p normalised; equivalent to m = max m_p, Z = sum e^(m_p - m) l_p,
+ * o = sum e^(m_p - m) u_p / Z). Partials with lse = -inf contribute nothing; the
+ * sink (if any) is applied to the combined result. Sums run over p in order. */
+typedef struct strata_attn_combine_params {
+	int n_parts;
+	int n_rows;
+	int heads;
+	int dim;                  /* 512 */
+	const float *part_out;    /* [n_parts][n_rows][heads][dim], without sink */
+	const float *part_lse;    /* [n_parts][n_rows][heads] */
+	const float *sink;        /* [heads] or NULL */
+	float *out;               /* [n_rows][heads][dim] */
+	float *lse;               /* [n_rows][heads] or NULL */
+} strata_attn_combine_params;
+
+int strata_k_attn_combine(strata_dev *dev, const strata_attn_combine_params *p,
+			  strata_stream *s);
+int strata_k_attn_combine_cpu(const strata_attn_combine_params *p);
 
 #ifdef __cplusplus
 }
