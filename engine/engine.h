@@ -2,7 +2,28 @@
  * engine: the reference DeepSeek-V4 attention-cache engine (deterministic synthetic
  * weights and inputs, the exact cache mechanics of FORMATS.md), the demo, and the
  * `strata` CLI. The engine is a reference for exactness and a workload for benchmarks,
- * not a language model.
+ * not a language model: its "projections" are small seeded random matrices applied to
+ * a low-dimensional hidden state drawn from a seeded input process, and every layer
+ * reads that hidden state (not the previous layer's output). What it reproduces
+ * exactly is the cache: C4 (overlapping) and C128 compressors with their residual
+ * state, RMSNorm, YaRN RoPE, Hadamard-rotated index keys in MXFP4 or FP8, per-layer
+ * window rings, the indexer's top-k, and sparse attention with the sink.
+ *
+ * Modes (where the C4 main entries live):
+ *   STRATA_REF_ALL_RESIDENT  in a device pool; attention reads them in place.
+ *   STRATA_REF_HISPARSE      on the pinned host tier; each step's selected entries are
+ *                            looked up in a device hot cache and the misses gathered
+ *                            into it; attention reads the hot pool.
+ *   STRATA_REF_SWAPIN        on the pinned host tier; every selected entry is copied
+ *                            into a staging pool right after top-k, on the compute
+ *                            stream, with no cache (SGLang's HiSparse today).
+ * All three hand attention the entries in the same (selected-id) order with the same
+ * bytes, so their outputs are bit-identical: that is what the tests check.
+ *
+ * Per step and layer the fp32 attention outputs of all requests are hashed (XXH3-64)
+ * and, with keep_outputs, kept for comparison (GPU vs CPU within a tolerance).
+ *
+ * Thread rules: one engine is used by one thread at a time.
  */
 #ifndef STRATA_ENGINE_H
 #define STRATA_ENGINE_H
@@ -12,6 +33,87 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef enum {
+	STRATA_REF_ALL_RESIDENT = 0,
+	STRATA_REF_HISPARSE = 1,
+	STRATA_REF_SWAPIN = 2,
+} strata_ref_mode;
+
+typedef enum {
+	STRATA_REF_STRUCTURED = 0, /* topic drift: selections with step-to-step locality */
+	STRATA_REF_UNIFORM = 1,    /* uniform noise: the worst case for a cache */
+} strata_ref_inputs;
+
+typedef struct strata_ref_config {
+	size_t size;             /* sizeof(strata_ref_config) */
+	strata_model model;      /* fill with strata_model_preset() */
+	strata_ref_mode mode;
+	int n_req;               /* requests decoded together (one query row each) */
+	int max_ctx;             /* tokens per request, prefill + decode */
+	int hot_slots;           /* HISPARSE: hot-cache entries per CSA layer;
+				    0: 2 x n_req x top-k */
+	uint64_t seed;           /* weights and inputs */
+	strata_ref_inputs inputs;
+	int keep_outputs;        /* keep the last step's outputs (strata_ref_engine_output) */
+} strata_ref_config;
+
+#define STRATA_REF_CONFIG_INIT                                                        \
+	{ sizeof(strata_ref_config), STRATA_MODEL_INIT, STRATA_REF_ALL_RESIDENT, 1, 4096, \
+	  0, 1, STRATA_REF_STRUCTURED, 0 }
+
+typedef struct strata_ref_engine strata_ref_engine;
+
+typedef struct strata_ref_stats {
+	uint64_t steps;            /* decode steps run */
+	uint64_t attn_ns;          /* attention side (scan, top-k, fetch, attention), all steps */
+	uint64_t last_attn_ns;     /* the same, last step */
+	uint64_t hits, misses;     /* hot-cache lookups (HISPARSE), all CSA layers */
+	uint64_t fetched_bytes;    /* bytes moved host -> device for selected entries */
+	uint64_t device_bytes;     /* caches allocated on the device, all requests */
+	uint64_t host_bytes;       /* caches allocated on the pinned host tier */
+	uint64_t c4_main_bytes;    /* C4 main capacity (wherever it lives) */
+	uint64_t hot_bytes;        /* hot-cache / staging pools (part of device_bytes) */
+} strata_ref_stats;
+
+/* Create an engine on dev (which the caller keeps open until destroy). Allocates every
+ * cache for n_req requests of max_ctx tokens. The caller owns *out. */
+int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
+			     strata_ref_engine **out);
+void strata_ref_engine_destroy(strata_ref_engine *e); /* NULL is a no-op */
+
+/* Append the next n_tokens of request req's input stream to its caches (windows,
+ * compressor state, C4/C128 entries, index keys). Chunked prefill (several calls) is
+ * identical to one call. No attention is computed. -ENOSPC past max_ctx. */
+int strata_ref_engine_prefill(strata_ref_engine *e, int req, int n_tokens);
+
+/* One decode step for every request: append one token each, then per layer scan +
+ * top-k (CSA), fetch (HISPARSE, SWAPIN) and attention with the sink; hash the
+ * outputs. Requests must have at least one free position. */
+int strata_ref_engine_decode_step(strata_ref_engine *e);
+
+/* Tokens in request req so far (-1 for a bad req). */
+int strata_ref_engine_length(const strata_ref_engine *e, int req);
+
+/* The output hashes, [steps][n_layers] row-major; valid until the next call. */
+const uint64_t *strata_ref_engine_hashes(const strata_ref_engine *e, int *n_steps,
+					 int *n_layers);
+/* One XXH3-64 over every hash so far. */
+uint64_t strata_ref_engine_digest(const strata_ref_engine *e);
+
+/* The last step's fp32 outputs of layer l, [n_req][n_heads][512] on the host, valid
+ * until the next step (NULL unless keep_outputs). */
+const float *strata_ref_engine_output(const strata_ref_engine *e, int layer);
+
+/* The request's selected C4 ids in layer l at the last step ([top-k], -1 padded; NULL
+ * for a non-CSA layer). */
+const int32_t *strata_ref_engine_selection(const strata_ref_engine *e, int layer, int req);
+
+void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st);
+
+/* XXH3-64 of every cache byte and the compressor state of request req (tests: chunked
+ * vs one-shot prefill). The C4 main entries are hashed wherever they live. */
+uint64_t strata_ref_engine_cache_hash(strata_ref_engine *e, int req);
 
 /* `strata demo`: returns a process exit status. */
 int strata_demo_main(int argc, char **argv);

@@ -129,8 +129,10 @@ STRATA_HD uint8_t codec_e2m1_encode(float x)
 }
 STRATA_HD float codec_e2m1_decode(uint8_t code)
 {
-	const float mag[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
-	float v = mag[code & 7];
+	/* e = code bits 2..1, m = bit 0: subnormal m/2 for e = 0, else (1 + m/2) 2^(e-1).
+	 * Arithmetic rather than a table, which would sit in local memory on the GPU. */
+	int e = (code >> 1) & 3, m = code & 1;
+	float v = e == 0 ? 0.5f * (float)m : (1.0f + 0.5f * (float)m) * (float)(1 << (e - 1));
 	return (code & 8) ? -v : v;
 }
 

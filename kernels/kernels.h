@@ -98,7 +98,11 @@ int strata_dev_check(strata_dev *dev, const char *what);
 
 /* Main KV entries: 512 dims in, 584 bytes out, in FlashMLA's block layout of B
  * entries (data region B*576, scale region B*8, stride strata_main_block_stride(B)).
- * Entry number `slot` lives in block slot / B at offset slot % B. */
+ * Entry number `slot` lives in block slot / B at offset slot % B. A negative slot
+ * (FlashMLA's -1) is skipped by encode (nothing written) and decodes to zeros; block
+ * padding is never written. NaN encodes as e4m3 0x7f; NaN and +-inf do not enter a
+ * tile's amax (inf saturates to +-448 * s). GPU backend: fp32 arrays 8-byte aligned
+ * (16 for the index kernels), byte pools 4-byte aligned, else -EINVAL. */
 typedef struct strata_main_encode_params {
 	const float *src;      /* [n][512]: dims 0..447 NoPE, 448..511 RoPE */
 	const int64_t *slots;  /* [n] destination slots; NULL means 0..n-1 */
@@ -156,40 +160,189 @@ float strata_bf16_decode(uint16_t b);
 
 /* ==== indexer: scan + top-k (FORMATS.md section 4) ===================================== */
 
-/* One launch scores and selects for a whole batch of query rows. Row r belongs to
- * request row_req[r] and sees candidates j < row_limit[r] (= (t+1) div 4). Keys are
- * read from index pages through the request's page table.
- *   score(r, j) = sum_h w[r][h] * ReLU(q[r][h] . k_j)
- * Output: the min(topk, limit) selected entry ids of each row in ascending id order,
- * then -1 up to topk. Ties break towards the lower id. Rows with limit <= topk select
- * 0..limit-1 without scoring (out_scores then holds 0). */
+/* One launch scores and selects for a whole batch. Request i owns query rows
+ * req_rows[i] .. req_rows[i+1]-1 (1 to max_rows of them: MTP rows share the key reads)
+ * and its keys through page_table[i][*]: logical entry j lives in page
+ * page_table[i][j / B] at offset j % B, page p at pages + p * B * entry_bytes(fmt).
+ * Row r sees the candidates j < row_limit[r] (= (t+1) div 4) and scores them as
+ *   score(r, j) = s_j * sum_h w[r][h] * ReLU(q[r][h] . k_j)
+ * with q in bf16 and k_j dequantised exactly (MXFP4: e2m1 x group scale folded into
+ * the value; FP8: e4m3 values, s_j the key's fp32 scale; s_j = 1 for MXFP4). Products
+ * are exact in fp32, so backends differ only by summation order (last bits).
+ * Selection: the k = min(topk, limit) entries with the highest scores, ties broken
+ * towards the lower entry id (scores compare as floats with -0 == +0).
+ * Output per row: the selected ids in ASCENDING id order, then -1 up to topk.
+ * out_scores (optional) holds the score of each id, 0 for -1 padding. Rows with
+ * limit <= topk select 0..limit-1 without scoring (their out_scores are 0).
+ * GPU limits: heads <= STRATA_INDEXER_MAX_HEADS, topk <= STRATA_INDEXER_MAX_TOPK,
+ * B % 4 == 0 and pages 16-byte aligned. Device arrays are not validated on the GPU
+ * (limits are clamped to max_limit and max_pages*B; extra rows of a request beyond
+ * max_rows are left unscored); the CPU twin returns -EINVAL for them. Launch shapes
+ * depend only on the host fields (n_req, n_rows, max_rows, max_limit, topk, heads,
+ * fmt), so the call can be captured in a CUDA graph; it never synchronises. */
+#define STRATA_INDEXER_MAX_ROWS 4     /* query rows per request (1 + 3 MTP drafts) */
+#define STRATA_INDEXER_MAX_HEADS 128
+#define STRATA_INDEXER_MAX_TOPK 2048
+
 typedef struct strata_indexer_params {
 	strata_index_fmt fmt;
-	int heads;                  /* index heads */
-	int topk;
-	int n_rows;
+	int heads;                  /* index heads (64); dims are STRATA_INDEX_DIM */
+	int topk;                   /* 512 or 1024 */
+	int n_req;
+	int n_rows;                 /* == req_rows[n_req] */
+	int max_rows;               /* >= rows of any request, 1..STRATA_INDEXER_MAX_ROWS */
 	int max_limit;              /* >= every row_limit; fixes launch shapes / scratch */
-	const float *q;             /* [n_rows][heads][128] */
+	const uint16_t *q;          /* [n_rows][heads][128] bf16 */
 	const float *w;             /* [n_rows][heads] */
-	const int32_t *row_req;     /* [n_rows] */
+	const int32_t *req_rows;    /* [n_req + 1] row offsets, req_rows[0] == 0 */
 	const int32_t *row_limit;   /* [n_rows] */
-	const uint8_t *pages;       /* page p at pages + p * B * entry_bytes(fmt) */
+	const uint8_t *pages;
 	const int32_t *page_table;  /* [n_req][max_pages] */
 	int max_pages;
 	int B;                      /* entries per page (64) */
 	int32_t *out_ids;           /* [n_rows][topk] */
-	float *out_scores;          /* [n_rows][topk] scores of out_ids, or NULL */
+	float *out_scores;          /* [n_rows][topk], or NULL */
 	void *scratch;              /* strata_k_indexer_scratch() bytes, caller-owned */
 	size_t scratch_bytes;
 } strata_indexer_params;
 
-/* Scratch bytes the backend needs for p's shapes (n_rows, max_limit, topk, heads). */
+/* Scratch bytes dev's backend needs for p's host fields (NULL dev: the CPU twin's).
+ * GPU: about 4 B per (row, max_limit) for scores plus up to 256 KiB per row. */
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p);
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
+/* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
+ * bytes of host memory, else allocates its own. */
 int strata_k_indexer_cpu(const strata_indexer_params *p);
 
+/* -- benchmark baselines (GPU only; STRATA_E_UNSUPPORTED on the CPU backend) -----------
+ * What `strata bench indexer` measures the indexer against, in kernels/ because bench/
+ * is C: a streaming read of the same key bytes, a cuBLAS GEMM of the same shape, and a
+ * naive indexer (CUDA-core score kernel + full segmented radix sort of every row). */
+typedef struct strata_idxbase strata_idxbase;
+int strata_idxbase_create(strata_dev *dev, strata_idxbase **out);
+void strata_idxbase_destroy(strata_idxbase *b); /* NULL is a no-op */
+/* Reads bytes at p (16-byte aligned) once, in full, at streaming rate. */
+int strata_idxbase_stream_read(strata_idxbase *b, const void *p, size_t bytes, strata_stream *s);
+/* Strided-batched C[i] = A[i] * B[i]^T: A [m][k] bf16, B [n][k] bf16 (row-major), C [m][n]
+ * fp32 (row-major), batch i at offsets i*stride_{a,b,c} elements. */
+int strata_idxbase_gemm(strata_idxbase *b, int batch, int m, int n, int k,
+			const uint16_t *a, long long stride_a, const uint16_t *bm, long long stride_b,
+			float *c, long long stride_c, strata_stream *s);
+/* Naive indexer on p's inputs (p's scratch and outputs are not touched): sizes its
+ * buffers for p on first use or growth (call once before timing), then one score
+ * kernel and one segmented radix sort of all max_limit scores of every row. */
+int strata_idxbase_naive(strata_idxbase *b, const strata_indexer_params *p, strata_stream *s);
+/* After strata_idxbase_naive (stream synchronised): row r's sorted ids, best first,
+ * from device memory to host out[n] (n <= max_limit). For checking the baseline. */
+int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, int n);
+
 /* ==== hot-cache lookup and selected-entry gather (prefetch/ drives these) ============= */
-/* (section owned by the prefetch work: declarations go here) */
+
+/* Where main entries live, for the gather: blocks of B entries in the block layout of
+ * FORMATS.md section 2 (data B*576, scales B*8, stride strata_main_block_stride(B)).
+ * Either one flat run of blocks (blocks == NULL: block b at base + b * stride), or per
+ * table t a row of block pointers blocks[t * max_blocks + b] (a device array of
+ * pointers; each block 16-byte aligned). Host-tier blocks are pinned, mapped host
+ * memory: the device reads them through their UVA pointers (zero-copy). */
+typedef struct strata_entry_space {
+	uint8_t *base;
+	uint8_t *const *blocks;
+	int max_blocks;
+	int B;
+} strata_entry_space;
+
+/* Copy n main entries (576 data + 8 scale bytes each), item i from entry src_ids[i] of
+ * table src_tab[i] in src to entry dst_ids[i] of table dst_tab[i] in dst. A NULL id
+ * array means i; a NULL table array means table 0; an item with a negative id on
+ * either side is skipped. When n_dev is set, *n_dev (device memory, read by the
+ * kernel: no host synchronisation) is the item count, capped at n. per_warp: entries
+ * one warp moves per round (1, 2, 4 or 8; 0 = chosen from n). Items must not overlap. */
+typedef struct strata_gather_params {
+	int n;
+	const int32_t *n_dev;
+	const int32_t *src_ids, *src_tab;
+	strata_entry_space src;
+	const int32_t *dst_ids, *dst_tab;
+	strata_entry_space dst;
+	int per_warp;
+} strata_gather_params;
+
+int strata_k_gather(strata_dev *dev, const strata_gather_params *p, strata_stream *s);
+int strata_k_gather_cpu(const strata_gather_params *p);
+
+/* Benchmark baselines only (what the gather kernel is measured against): the same
+ * copies as strata_k_gather, issued as one cudaMemcpyAsync per data part and per scale
+ * part (EACH) or as one cudaMemcpyBatchAsync of all of them (BATCH). Here the id and
+ * table arrays of p must be HOST memory (the copies are issued by the host), both
+ * spaces flat, n_dev NULL. On the CPU backend both run strata_k_gather_cpu(). */
+typedef enum { STRATA_GATHER_BASELINE_EACH = 0, STRATA_GATHER_BASELINE_BATCH = 1 } strata_gather_baseline;
+int strata_bench_gather_baseline(strata_dev *dev, const strata_gather_params *p,
+				 strata_gather_baseline how, strata_stream *s);
+
+/* Hot-cache residency: one launch per call for the whole batch (prefetch/hotcache.c
+ * owns the state and documents the policy). Each (request, layer) "rl" owns `budget`
+ * consecutive slots of the hot pool, global slot g = rl * budget + local, which is
+ * also FlashMLA's index block * B_hot + offset. Replacement is CLOCK (second chance)
+ * with a per-rl hand, evaluated in a fixed order so that the GPU kernel and the CPU
+ * twin make the same slot assignments. Rows of one rl must be adjacent in a batch. */
+typedef enum {
+	STRATA_HC_STEP = 0,     /* look up selections, bring misses in, write out[] */
+	STRATA_HC_PREFETCH = 1, /* bring in neighbours of rl's last selection + recent ids */
+	STRATA_HC_APPEND = 2,   /* give new entries slots (data written by the caller) */
+} strata_hc_mode;
+
+enum { /* per-rl counters (uint64), in entries */
+	STRATA_HC_C_LOOKUPS = 0,  /* valid selected ids looked up */
+	STRATA_HC_C_HITS,         /* of which resident (or a duplicate within the row) */
+	STRATA_HC_C_MISSES,       /* gathered on demand */
+	STRATA_HC_C_OVERFLOW,     /* selected but no slot left (output -1): budget too small */
+	STRATA_HC_C_PREFETCHED,   /* gathered by PREFETCH */
+	STRATA_HC_C_PF_USED,      /* hits on prefetched entries (bytes prediction saved) */
+	STRATA_HC_C_APPENDED,     /* new entries given a slot or rewritten */
+	STRATA_HC_C_STEPS,        /* STEP calls that included this rl */
+	STRATA_HC_NCOUNTERS = 8
+};
+
+enum { /* error bits OR-ed into *err */
+	STRATA_HC_ERR_OVERFLOW = 1,  /* a selection did not fit the budget */
+	STRATA_HC_ERR_SPLIT = 2,     /* rows of one rl were not adjacent */
+	STRATA_HC_ERR_RANGE = 4,     /* an id >= max_entries or an rl out of range */
+};
+
+typedef struct strata_hotcache_params {
+	int mode;                   /* strata_hc_mode */
+	uint32_t op;                /* this call's number: >= 1, increasing, never reused */
+	int n_rows, k;              /* rows of k ids (row stride k) */
+	const int32_t *ids;         /* [n_rows][k] (STEP, APPEND); -1 = none */
+	const int32_t *row_rl;      /* [n_rows] which (request, layer) each row belongs to */
+	int32_t *out;               /* [n_rows][k] global slot or -1 (STEP, APPEND) */
+	int n_rl, max_entries, budget;
+	int32_t *map;               /* [n_rl][max_entries] global slot or -1 */
+	int32_t *owner;             /* [n_rl * budget] entry id or -1 */
+	uint32_t *slot_op;          /* last call that claimed the slot (protection) */
+	uint32_t *slot_sel;         /* last STEP that selected it; 0 = none */
+	uint32_t *slot_ref;         /* CLOCK reference bit */
+	uint32_t *slot_pf;          /* 1 = prefetched and not used yet */
+	int32_t *hand;              /* [n_rl] CLOCK hand (local slot) */
+	uint32_t *last_step;        /* [n_rl] op of rl's last STEP; UINT32_MAX = none */
+	uint32_t *claim;            /* [n_rl] last op that processed rl */
+	int32_t *last_sel;          /* [n_rl][sel_cap] ids of rl's last STEP (all its rows) */
+	int32_t *last_n;            /* [n_rl] */
+	int sel_cap;
+	int32_t *limit;             /* [n_rl] ids below it exist (APPEND raises it) */
+	int predict_max;            /* PREFETCH: at most this many entries per rl per call */
+	int predict_recent;         /* PREFETCH: also the newest this many ids */
+	uint64_t *counters;         /* [n_rl][STRATA_HC_NCOUNTERS] */
+	int32_t *scratch;           /* [n_rows][list_cap]: miss lists */
+	int list_cap;               /* >= k and >= 2 * sel_cap + predict_recent */
+	int32_t *work_id, *work_tab, *work_slot; /* [work_cap] gathers to do (STEP, PREFETCH) */
+	int32_t *work_n;            /* device count, zeroed by the caller before the launch */
+	int work_cap;
+	int32_t *err;               /* STRATA_HC_ERR_* bits */
+} strata_hotcache_params;
+
+int strata_k_hotcache(strata_dev *dev, const strata_hotcache_params *p, strata_stream *s);
+int strata_k_hotcache_cpu(const strata_hotcache_params *p);
 
 /* ==== attention: reference sparse attention with sink, LSE combine ==================== */
 
@@ -258,6 +411,23 @@ typedef struct strata_attn_combine_params {
 int strata_k_attn_combine(strata_dev *dev, const strata_attn_combine_params *p,
 			  strata_stream *s);
 int strata_k_attn_combine_cpu(const strata_attn_combine_params *p);
+
+/* An index list from selected ids, on the device (no host round trip):
+ *   out[r][k] = ids[r][k] < 0 ? -1 : row_base[r] + (positional ? k : ids[r][k]).
+ * With row_base = the request's first slot this turns the indexer's output into
+ * FlashMLA's list for a resident pool; positional lists address a staging pool that
+ * holds selection k of row r at row_base[r] + k. */
+typedef struct strata_attn_map_params {
+	int n_rows;
+	int width;
+	int positional;
+	const int32_t *ids;       /* [n_rows][width] */
+	const int32_t *row_base;  /* [n_rows] */
+	int32_t *out;             /* [n_rows][width] (may alias ids) */
+} strata_attn_map_params;
+
+int strata_k_attn_map(strata_dev *dev, const strata_attn_map_params *p, strata_stream *s);
+int strata_k_attn_map_cpu(const strata_attn_map_params *p);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 
@@ -28,10 +30,18 @@ static inline float tu_uniform(uint64_t *s)
 	return (float)((double)(tu_next(s) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
 }
 
-/* For gpu_*.c programs: exit 77 unless a GPU is usable. */
+/* For gpu_*.c programs: exit 77 unless a GPU is usable. The probe runs in a child
+ * process, because a CUDA context does not survive fork(): the parent must stay
+ * CUDA-free so that Check can fork each test (which then initialises CUDA itself). */
 static inline void tu_require_gpu(void)
 {
-	if (strata_gpu_count() < 1) {
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(strata_gpu_count() > 0 ? 0 : 1);
+	int status = 0;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
 		printf("no usable GPU: skipping\n");
 		exit(TEST_EXIT_SKIP);
 	}

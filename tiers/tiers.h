@@ -194,6 +194,7 @@ void *strata_host_pool_ptr(const strata_host_pool *p, const strata_page_handle *
 size_t strata_host_pool_page_stride(const strata_host_pool *p);
 int64_t strata_host_pool_page_index(const strata_host_pool *p, const strata_page_handle *h);
 strata_host_mem strata_host_pool_mem(const strata_host_pool *p);
+/* True when pinned and mapped for a GPU (false on the CPU backend or unregistered). */
 bool strata_host_pool_registered(const strata_host_pool *p);
 /* Set h->checksum from the page's current bytes / check it (STRATA_E_CHECKSUM on a
  * mismatch, counted). Host memory only: the arena has no host-side equivalent. */
@@ -272,6 +273,7 @@ typedef struct strata_nvme_op {
 	void *buf;                 /* READ: destination; WRITE: source (read until reaped) */
 	size_t len;                /* READ: buffer capacity; WRITE: payload bytes */
 	strata_page_handle handle; /* READ: the record; WRITE: set on success */
+	/* READ: key receives the stored key on success. buf may be NULL (verify only). */
 	int result;                /* out: 0 or an error code */
 	uint64_t user;             /* the caller's, untouched */
 } strata_nvme_op;
@@ -330,7 +332,8 @@ typedef enum {
 	STRATA_FAULT_COMPLETE = 1, /* the nth completion reports err (or a short transfer) */
 	STRATA_FAULT_ALLOC = 2,    /* the nth extent allocation fails with err */
 } strata_fault_site;
-/* err for a short transfer instead of an error code. */
+/* err for a short transfer instead of an error code: the completion reports half the
+ * bytes it moved (STRATA_E_SHORTIO; on a sync, which moves none, STRATA_E_SHORTIO too). */
 #define STRATA_FAULT_SHORT 1
 /* Arm one fault: event number nth (0 = the next) at site returns err (a negative code,
  * or STRATA_FAULT_SHORT at COMPLETE). Replaces any armed fault; nth < 0 disarms. */

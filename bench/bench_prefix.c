@@ -1,0 +1,357 @@
+/* `strata bench prefix`: prefix lookup latency for 32K .. 1M-token prompts (beside the
+ * bare XXH3 of the same tokens), store and restore throughput from the host copies and
+ * from the NVMe store (beside a contiguous pinned copy of the same bytes and the NVMe
+ * store's own sequential bandwidth on the same device, measured in this run), and with
+ * --soak 100 SIGKILL crash trials. --check verifies every restore byte for byte. */
+#define _GNU_SOURCE
+#include "bench/bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "cachemgr/cachemgr.h"
+#include "tests/cachemgr/pfx_crash.h"
+
+static const char usage[] =
+	"usage: strata bench prefix [--quick] [--check] [--soak] [--model flash|pro|tiny]\n"
+	"                           [--pages N] [--dir DIR]";
+
+static double secs(uint64_t ns) { return (double)ns * 1e-9; }
+
+/* Lookup: a one-layer window-only model keeps stored blocks free of pages, so a 1M-token
+ * chain costs one checkpoint; the lookup path (hash + probe per block) is the same. */
+static int bench_lookup(bench_out *out, const bench_opts *o, const char *dir)
+{
+	strata_model m = STRATA_MODEL_INIT;
+	strata_model_preset("flash", &m);
+	strata_model_set_schedule(&m, "0");
+	strata_prefix_config cfg = STRATA_PREFIX_CONFIG_INIT;
+	cfg.dir = dir;
+	cfg.model = &m;
+	cfg.checkpoint_blocks = 1 << 20;
+	cfg.store_bytes = 64ull << 20;
+	strata_prefix *pfx = NULL;
+	int rc = strata_prefix_open(&cfg, &pfx);
+	if (rc) {
+		fprintf(stderr, "prefix open: %s\n", strata_strerror(rc));
+		return 1;
+	}
+	static const uint64_t sizes[] = { 32768, 131072, 524288, 1048576 };
+	uint64_t maxn = 1048576, seed = o->seed;
+	uint32_t *tok = malloc(maxn * 4);
+	double *t_look = malloc(sizeof(double) * (size_t)o->reps);
+	double *t_hash = malloc(sizeof(double) * (size_t)o->reps);
+	for (uint64_t i = 0; i < maxn; i++)
+		tok[i] = (uint32_t)fx_next(&seed) % 129280u;
+	for (int k = 0; k < 4; k++) {
+		uint64_t n = sizes[k];
+		fx_seq *s = fx_seq_make(&m, (uint32_t)(n / 256), 0, 0, 0, 1 << 20);
+		memcpy(s->tokens, tok, n * 4);
+		strata_prefix_keys(&m, s->tokens, (uint32_t)(n / 256), s->keys);
+		if ((rc = strata_prefix_store(pfx, s->tokens, n, &s->snap))) {
+			fprintf(stderr, "store: %s\n", strata_strerror(rc));
+			fx_seq_free(s);
+			break;
+		}
+		strata_prefix_hit hit = { 0 };
+		for (int r = -o->warmup; r < o->reps; r++) {
+			uint64_t t0 = strata_now_ns();
+			strata_prefix_lookup(pfx, s->tokens, n, &hit);
+			uint64_t t1 = strata_now_ns();
+			/* The limit: XXH3 over the same bytes, one pass, no chain, no probes. */
+			volatile uint64_t sink = XXH3_64bits(s->tokens, n * 4);
+			(void)sink;
+			uint64_t t2 = strata_now_ns();
+			if (r >= 0) {
+				t_look[r] = (double)(t1 - t0) * 1e-6;
+				t_hash[r] = (double)(t2 - t1) * 1e-6;
+			}
+		}
+		bench_stats a = bench_stats_of(t_look, o->reps), b = bench_stats_of(t_hash, o->reps);
+		int ok = hit.tokens == n;
+		bench_out_row(out, "what", "lookup", "tokens", bench_fmt("%.0f", (double)n),
+			      "median_ms", bench_fmt("%.3f", a.median), "p99_ms", bench_fmt("%.3f", a.p99),
+			      "GB/s", bench_fmt("%.2f", n * 4.0 / a.median / 1e6),
+			      "limit", "xxh3", "limit_GB/s", bench_fmt("%.2f", n * 4.0 / b.median / 1e6),
+			      "ratio", bench_fmt("%.2f", b.median / a.median),
+			      "target", n == 1048576 ? (a.median <= 2.0 ? "<=2ms ok" : "<=2ms MISS") : "-",
+			      "check", ok ? "hit" : "NO HIT", NULL);
+		fx_seq_free(s);
+		if (!ok) {
+			rc = 1;
+			break;
+		}
+	}
+	free(t_hash);
+	free(t_look);
+	free(tok);
+	strata_prefix_close(pfx);
+	return rc ? 1 : 0;
+}
+
+/* The NVMe store's own bandwidth on this device: 1 MiB records, queue full. */
+static int nvme_limit(const char *dir, uint64_t bytes, double *wr, double *rd)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/limit.strata", dir);
+	strata_nvme_config cfg = STRATA_NVME_CONFIG_INIT;
+	cfg.path = path;
+	cfg.capacity_bytes = bytes + (64ull << 20);
+	cfg.flags = STRATA_NVME_CREATE;
+	strata_nvme_store *s = NULL;
+	int rc = strata_nvme_open(&cfg, &s);
+	if (rc)
+		return rc;
+	size_t rec = 1u << 20;
+	int n = (int)((bytes + rec - 1) / rec);
+	strata_nvme_op *ops = calloc((size_t)n, sizeof *ops), **ptr = calloc((size_t)n, sizeof *ptr);
+	uint8_t *buf = malloc(rec * (size_t)n);
+	strata_nvme_op *done[64];
+	uint64_t seed = 1;
+	fx_fill(buf, rec * (size_t)n, seed);
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		for (int i = 0; i < n; i++) {
+			ops[i].kind = pass ? STRATA_NVME_OP_READ : STRATA_NVME_OP_WRITE;
+			ops[i].key.lo = (uint64_t)i;
+			ops[i].buf = buf + rec * (size_t)i;
+			ops[i].len = rec;
+			ptr[i] = &ops[i];
+		}
+		uint64_t t0 = strata_now_ns();
+		int sub = 0, fin = 0;
+		while (fin < n && !rc) {
+			int k = sub < n ? strata_nvme_submit(s, ptr + sub, n - sub) : 0;
+			if (k > 0)
+				sub += k;
+			int r = strata_nvme_reap(s, 1, done, 64);
+			if (r < 0)
+				rc = r;
+			for (int j = 0; j < r; j++)
+				if (done[j]->result && !rc)
+					rc = done[j]->result;
+			fin += r > 0 ? r : 0;
+		}
+		if (!pass && !rc)
+			rc = strata_nvme_sync(s);
+		double t = secs(strata_now_ns() - t0);
+		*(pass ? rd : wr) = (double)rec * n / t / 1e9;
+	}
+	free(buf);
+	free(ptr);
+	free(ops);
+	strata_nvme_destroy(s);
+	unlink(path);
+	return rc;
+}
+
+static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir,
+			    const char *model, uint32_t pages, strata_dev *dev)
+{
+	strata_model m = STRATA_MODEL_INIT;
+	if (strata_model_preset(model, &m))
+		return 2;
+	fx_seq *s = fx_seq_make(&m, pages, 0, o->seed, o->seed + 1, 16);
+	uint64_t page_bytes = 0;
+	for (int l = 0; l < m.n_layers; l++)
+		for (int f = 0; f < STRATA_PFX_FAMILIES; f++)
+			if (strata_prefix_has(&m, l, (strata_prefix_family)f))
+				page_bytes += strata_prefix_page_bytes(&m, (strata_prefix_family)f) * pages;
+	uint64_t state = fx_state_bytes(&m) * (uint64_t)s->n_ck;
+	strata_prefix_config cfg = STRATA_PREFIX_CONFIG_INIT;
+	cfg.dir = dir;
+	cfg.model = &m;
+	cfg.dev = dev;
+	cfg.checkpoint_blocks = 16;
+	cfg.budget_host = (page_bytes + state) * 2;
+	cfg.store_bytes = (page_bytes + state) * 2 + (256ull << 20);
+	strata_prefix *pfx = NULL;
+	int rc = strata_prefix_open(&cfg, &pfx), bad = 0;
+	if (rc) {
+		fprintf(stderr, "prefix open: %s\n", strata_strerror(rc));
+		fx_seq_free(s);
+		return 1;
+	}
+	/* Limits measured now, on this machine: NVMe store bandwidth and a contiguous
+	 * pinned host -> device copy of the same page bytes. */
+	double nv_wr = 0, nv_rd = 0;
+	if ((rc = nvme_limit(dir, page_bytes + state, &nv_wr, &nv_rd)))
+		fprintf(stderr, "nvme limit: %s\n", strata_strerror(rc));
+	void *h = NULL, *d = NULL;
+	double copy = 0;
+	if (!strata_dev_host_alloc(dev, page_bytes, &h) && !strata_dev_alloc(dev, page_bytes, &d)) {
+		memset(h, 1, page_bytes);
+		double *t = malloc(sizeof(double) * (size_t)o->reps);
+		for (int r = -o->warmup; r < o->reps; r++) {
+			uint64_t t0 = strata_now_ns();
+			strata_dev_copy(dev, d, h, page_bytes, NULL);
+			strata_dev_sync(dev);
+			if (r >= 0)
+				t[r] = secs(strata_now_ns() - t0);
+		}
+		copy = (double)page_bytes / bench_stats_of(t, o->reps).median / 1e9;
+		free(t);
+	}
+	strata_dev_host_free(dev, h);
+	strata_dev_free(dev, d);
+
+	/* Store: fresh each rep (evict all first), pages + states to NVMe, synced. */
+	double *t = malloc(sizeof(double) * (size_t)o->reps);
+	int reps = o->reps < 5 ? o->reps : 5;
+	for (int r = 0; r < reps && !rc; r++) {
+		strata_prefix_evict(pfx, 0, 0);
+		uint64_t t0 = strata_now_ns();
+		rc = strata_prefix_store(pfx, s->tokens, (uint64_t)pages * 256, &s->snap);
+		t[r] = secs(strata_now_ns() - t0);
+	}
+	if (!rc) {
+		bench_stats st = bench_stats_of(t, reps);
+		double gbs = (double)(page_bytes + state) / st.median / 1e9;
+		bench_out_row(out, "what", "store", "tokens", bench_fmt("%.0f", pages * 256.0),
+			      "median_ms", bench_fmt("%.2f", st.median * 1e3),
+			      "p99_ms", bench_fmt("%.2f", st.p99 * 1e3), "GB/s", bench_fmt("%.2f", gbs),
+			      "limit", "nvme_write", "limit_GB/s", bench_fmt("%.2f", nv_wr),
+			      "ratio", bench_fmt("%.2f", nv_wr > 0 ? gbs / nv_wr : 0), "target", "-",
+			      "check", "-", NULL);
+	}
+	/* Restore from host copies (all pages to the device), then from the NVMe store. */
+	strata_prefix_hit hit;
+	strata_prefix_lookup(pfx, s->tokens, (uint64_t)pages * 256, &hit);
+	for (int from_nvme = 0; from_nvme < 2 && !rc; from_nvme++) {
+		if (from_nvme)
+			strata_prefix_evict(pfx, 0, UINT64_MAX);
+		uint64_t served = 0;
+		for (int r = -o->warmup; r < o->reps && !rc; r++) {
+			strata_prefix_restored res = STRATA_PREFIX_RESTORED_INIT;
+			for (int f = 0; f < STRATA_PFX_FAMILIES; f++)
+				res.dest[f] = from_nvme ? STRATA_PFX_TO_HOST : STRATA_PFX_TO_DEVICE;
+			uint64_t t0 = strata_now_ns();
+			rc = strata_prefix_restore(pfx, &hit, 1, 0, &res);
+			strata_dev_sync(dev);
+			if (r >= 0)
+				t[r] = secs(strata_now_ns() - t0);
+			served = from_nvme ? res.bytes_from_nvme : res.bytes_from_host;
+			strata_prefix_restored_release(pfx, &res);
+		}
+		if (rc)
+			break;
+		const char *chk = "-";
+		if (o->check) {
+			strata_prefix_restored res = STRATA_PREFIX_RESTORED_INIT;
+			for (int f = 0; f < STRATA_PFX_FAMILIES; f++)
+				res.dest[f] = STRATA_PFX_TO_HOST;
+			rc = strata_prefix_restore(pfx, &hit, 1, 0, &res);
+			int diff = rc ? -1 : fx_check_restored(s, &res);
+			chk = diff ? "FAIL" : "ok";
+			bad |= diff != 0;
+			strata_prefix_restored_release(pfx, &res);
+		}
+		bench_stats st = bench_stats_of(t, o->reps);
+		double gbs = (double)served / st.median / 1e9, lim = from_nvme ? nv_rd : copy;
+		bench_out_row(out, "what", from_nvme ? "restore_nvme" : "restore_host",
+			      "tokens", bench_fmt("%.0f", pages * 256.0),
+			      "median_ms", bench_fmt("%.2f", st.median * 1e3),
+			      "p99_ms", bench_fmt("%.2f", st.p99 * 1e3), "GB/s", bench_fmt("%.2f", gbs),
+			      "limit", from_nvme ? "nvme_read" : "pinned_copy",
+			      "limit_GB/s", bench_fmt("%.2f", lim),
+			      "ratio", bench_fmt("%.2f", lim > 0 ? gbs / lim : 0),
+			      "target", lim > 0 && gbs / lim >= 0.9 ? ">=0.9 ok" : ">=0.9 MISS",
+			      "check", chk, NULL);
+	}
+	if (rc)
+		fprintf(stderr, "prefix: %s\n", strata_strerror(rc));
+	free(t);
+	strata_prefix_close(pfx);
+	fx_seq_free(s);
+	return rc || bad ? 1 : 0;
+}
+
+static int soak(bench_out *out, const char *dir, int trials, uint64_t seed)
+{
+	strata_model m = STRATA_MODEL_INIT;
+	strata_model_preset("tiny", &m);
+	int failed = 0, total = 0;
+	uint64_t t0 = strata_now_ns();
+	for (int t = 0; t < trials; t++) {
+		char sub[4096], msg[256];
+		snprintf(sub, sizeof sub, "%s/soak%d", dir, t);
+		int nc = 0;
+		unsigned us = 20000 + (unsigned)(fx_next(&seed) % 380000);
+		int bad = fx_crash_trial(sub, &m, fx_next(&seed), us, &nc, msg, sizeof msg);
+		if (bad) {
+			fprintf(stderr, "crash trial %d (kill after %u us): line %d: %s\n", t, us, bad, msg);
+			failed++;
+		}
+		total += nc;
+		fx_rmdir(sub);
+	}
+	bench_out_row(out, "what", "crash_soak", "trials", bench_fmt("%.0f", trials),
+		      "committed_checked", bench_fmt("%.0f", total), "failed", bench_fmt("%.0f", failed),
+		      "seconds", bench_fmt("%.1f", secs(strata_now_ns() - t0)), NULL);
+	return failed ? 1 : 0;
+}
+
+int strata_bench_prefix(int argc, char **argv)
+{
+	bench_opts o;
+	if (bench_parse_common(&argc, argv, &o, usage) < 0)
+		return 2;
+	const char *model = "flash", *dir_arg = NULL;
+	int do_soak = 0;
+	uint64_t pages = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--soak"))
+			do_soak = 1;
+		else if (!strcmp(argv[i], "--model") && i + 1 < argc)
+			model = argv[++i];
+		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir_arg = argv[++i];
+		else if (!strcmp(argv[i], "--pages") && i + 1 < argc) {
+			if (strata_parse_count(argv[++i], &pages) || !pages || pages > 65536) {
+				fprintf(stderr, "--pages: 1 .. 65536\n%s\n", usage);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "unknown option %s\n%s\n", argv[i], usage);
+			return 2;
+		}
+	}
+	if (!pages)
+		pages = o.quick ? 8 : 64;
+	char tmpl[] = "/tmp/strata-bench-prefix-XXXXXX", dir[4096];
+	if (dir_arg) {
+		snprintf(dir, sizeof dir, "%s/strata-bench-prefix-%d", dir_arg, (int)getpid());
+		if (mkdir(dir, 0755)) {
+			fprintf(stderr, "cannot create %s: %s\n", dir, strerror(errno));
+			return 2;
+		}
+	} else if (mkdtemp(tmpl)) {
+		snprintf(dir, sizeof dir, "%s", tmpl);
+	} else {
+		return 2;
+	}
+	strata_dev_config dc = STRATA_DEV_CONFIG_INIT;
+	dc.backend = o.backend;
+	strata_dev *dev = NULL;
+	int rc = strata_dev_open(&dc, &dev);
+	if (rc) {
+		fprintf(stderr, "device: %s\n", strata_strerror(rc));
+		return 2;
+	}
+	bench_out *out = bench_out_open(&o, "prefix", dev);
+	char sub[4096 + 16];
+	snprintf(sub, sizeof sub, "%s/lookup", dir);
+	int status = bench_lookup(out, &o, sub);
+	snprintf(sub, sizeof sub, "%s/tput", dir);
+	status |= bench_throughput(out, &o, sub, model, (uint32_t)pages, dev);
+	if (do_soak)
+		status |= soak(out, dir, 100, o.seed);
+	else
+		bench_out_note(out, "crash soak skipped (--soak runs 100 SIGKILL trials)");
+	bench_out_close(out);
+	strata_dev_close(dev);
+	fx_rmdir(dir);
+	return status ? 1 : 0;
+}

@@ -1,0 +1,401 @@
+/* `strata bench tiers`: the NVMe store's write and random-read bandwidth and IOPS per
+ * block size, beside fio (--ioengine=io_uring --direct=1) on the same file, block size
+ * and queue depth, run in the same process invocation (BENCH.md rule 1).
+ *
+ * Fair comparison: the store writes a 64-byte header inline, so a record of payload
+ * bs - 64 is exactly one bs-sized I/O, the same I/O fio issues. Bandwidths are reported
+ * both as payload bytes and as device bytes; the ratios use device bytes and IOPS.
+ * The store's figures include everything it does per record: copy through the
+ * registered staging slot, XXH3-64 of the payload, header checks on read.
+ *
+ * Phases per block size: store sequential-allocation write of the volume, store random
+ * reads of the same volume (uniform over the records, seeded), then fio sequential write
+ * and fio random read over the same byte range of the same file. */
+#define _GNU_SOURCE
+#include "bench/bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tiers/tiers.h"
+
+static const char usage[] =
+	"usage: strata bench tiers [--file PATH] [--size N] [--volume N] [--qd N] [--bs LIST]\n"
+	"                          [--no-fio] [common options]\n"
+	"  --file PATH   file or block device for the store (default: a temporary file in\n"
+	"                $TMPDIR or /tmp, removed afterwards). A block device is overwritten.\n"
+	"  --size N      store capacity (default 4G, --quick 64M)\n"
+	"  --volume N    bytes moved per phase (default min(size, 1G), --quick 16M)\n"
+	"  --qd N        queue depth, store and fio (default 64)\n"
+	"  --bs LIST     block sizes, e.g. 4K,64K,1M (default 4K,16K,64K,256K,1M;\n"
+	"                --quick 4K,64K,1M)\n"
+	"  --no-fio      skip the fio baseline\n"
+	"  --check       verify every byte read back (a pattern per record)\n";
+
+#define HDR STRATA_NVME_HEADER_BYTES
+
+/* The payload of record idx: 8-byte words derived from (seed, idx); with check off only
+ * the first word varies (checksums differ per record at no cost). */
+static void fill(uint8_t *b, size_t n, uint64_t seed, uint64_t idx, int full)
+{
+	uint64_t x = seed ^ (idx * 0x9e3779b97f4a7c15ull);
+	size_t words = full ? n / 8 : 1;
+	for (size_t i = 0; i < words && i * 8 + 8 <= n; i++) {
+		uint64_t v = x + i * 0xbf58476d1ce4e5b9ull;
+		memcpy(b + i * 8, &v, 8);
+	}
+}
+
+static int verify(const uint8_t *b, size_t n, uint64_t seed, uint64_t idx)
+{
+	uint64_t x = seed ^ (idx * 0x9e3779b97f4a7c15ull);
+	for (size_t i = 0; i * 8 + 8 <= n; i++) {
+		uint64_t v = x + i * 0xbf58476d1ce4e5b9ull, g;
+		memcpy(&g, b + i * 8, 8);
+		if (g != v)
+			return -1;
+	}
+	return 0;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+typedef struct phase_result {
+	double secs;
+	uint64_t ops;
+	int errors;     /* failed ops (first error kept) */
+	int first_err;
+	int mismatches; /* --check */
+} phase_result;
+
+/* Keep qd ops in flight until n ops are done. write: record i gets payload len and its
+ * handle lands in hs[i]; read: op j reads hs[pick]. */
+static phase_result run_phase(strata_nvme_store *s, int write, uint64_t n, unsigned qd,
+			      size_t len, uint8_t **bufs, strata_page_handle *hs, uint64_t nrec,
+			      uint64_t seed, int check)
+{
+	phase_result r = { 0 };
+	strata_nvme_op *ops = calloc(qd, sizeof *ops), **ptr = calloc(qd, sizeof *ptr);
+	strata_nvme_op **done = calloc(qd, sizeof *done);
+	uint64_t *rec = calloc(qd, sizeof *rec);
+	uint64_t rng = seed * 31 + 7, next = 0, finished = 0;
+	int *free_idx = calloc(qd, sizeof *free_idx), nfree = (int)qd;
+	for (unsigned i = 0; i < qd; i++)
+		free_idx[i] = (int)i;
+	uint64_t t0 = strata_now_ns();
+	while (finished < n) {
+		/* refill */
+		int k = 0;
+		while (nfree && next < n) {
+			int j = free_idx[--nfree];
+			strata_nvme_op *o = &ops[j];
+			uint64_t idx = write ? next : splitmix(&rng) % nrec;
+			rec[j] = idx;
+			if (write) {
+				fill(bufs[j], len, seed, idx, check);
+				*o = (strata_nvme_op){ .kind = STRATA_NVME_OP_WRITE,
+						       .key = { idx, seed }, .buf = bufs[j],
+						       .len = len, .user = (uint64_t)j };
+			} else {
+				*o = (strata_nvme_op){ .kind = STRATA_NVME_OP_READ, .buf = bufs[j],
+						       .len = len, .handle = hs[idx],
+						       .user = (uint64_t)j };
+			}
+			ptr[k++] = o;
+			next++;
+		}
+		int taken = k ? strata_nvme_submit(s, ptr, k) : 0;
+		if (taken < 0) {
+			r.errors++;
+			r.first_err = taken;
+			break;
+		}
+		for (int i = taken; i < k; i++) { /* not taken: give the slots back */
+			free_idx[nfree++] = (int)ptr[i]->user;
+			next--;
+		}
+		int got = strata_nvme_reap(s, 1, done, (int)qd);
+		if (got < 0) {
+			r.errors++;
+			r.first_err = got;
+			break;
+		}
+		for (int i = 0; i < got; i++) {
+			strata_nvme_op *o = done[i];
+			int j = (int)o->user;
+			if (o->result) {
+				if (!r.errors++)
+					r.first_err = o->result;
+			} else if (write) {
+				hs[rec[j]] = o->handle;
+			} else if (check && verify(o->buf, len, seed, rec[j])) {
+				r.mismatches++;
+			}
+			free_idx[nfree++] = j;
+			finished++;
+		}
+	}
+	r.secs = (double)(strata_now_ns() - t0) * 1e-9;
+	r.ops = finished;
+	free(ops);
+	free(ptr);
+	free(done);
+	free(rec);
+	free(free_idx);
+	return r;
+}
+
+/* fio's figure for one phase, from its JSON output (found crudely by key names). */
+typedef struct fio_result {
+	int ok;
+	double bw;   /* bytes/s */
+	double iops;
+} fio_result;
+
+static double json_num(const char *from, const char *key)
+{
+	const char *p = strstr(from, key);
+	if (!p)
+		return -1;
+	p = strchr(p + strlen(key), ':');
+	return p ? strtod(p + 1, NULL) : -1;
+}
+
+static int have_fio(void)
+{
+	return system("fio --version >/dev/null 2>&1") == 0;
+}
+
+static fio_result run_fio(const char *path, int write, size_t bs, unsigned qd, uint64_t span,
+			  uint64_t volume)
+{
+	fio_result f = { 0 };
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd,
+		 "fio --name=strata --filename='%s' --ioengine=io_uring --direct=1 --rw=%s "
+		 "--bs=%zu --iodepth=%u --numjobs=1 --offset=4096 --size=%llu --io_size=%llu "
+		 "--fixedbufs=1 --registerfiles=1 --norandommap=1 --randrepeat=0 "
+		 "--output-format=json 2>/dev/null",
+		 path, write ? "write" : "randread", bs, qd, (unsigned long long)span,
+		 (unsigned long long)volume);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return f;
+	size_t cap = 1 << 16, n = 0;
+	char *out = malloc(cap);
+	for (size_t r; out && (r = fread(out + n, 1, cap - n - 1, p)) > 0;) {
+		n += r;
+		if (n + 1 == cap) {
+			char *o2 = realloc(out, cap *= 2);
+			if (!o2)
+				break;
+			out = o2;
+		}
+	}
+	int st = pclose(p);
+	if (!out)
+		return f;
+	out[n] = 0;
+	const char *sec = strstr(out, write ? "\"write\" : {" : "\"read\" : {");
+	if (st == 0 && sec) {
+		f.bw = json_num(sec, "\"bw_bytes\"");
+		f.iops = json_num(sec, "\"iops\"");
+		f.ok = f.bw > 0 && f.iops > 0;
+	}
+	free(out);
+	return f;
+}
+
+static int parse_bs_list(const char *s, size_t *out, int max)
+{
+	int n = 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (n == max || strata_parse_count(t, &v) || v < STRATA_NVME_BLOCK ||
+		    v % STRATA_NVME_BLOCK || v > (64u << 20))
+			return -1;
+		out[n++] = (size_t)v;
+	}
+	return n;
+}
+
+int strata_bench_tiers(int argc, char **argv)
+{
+	bench_opts o;
+	if (bench_parse_common(&argc, argv, &o, usage))
+		return 2;
+	const char *file = NULL, *bs_arg = NULL;
+	uint64_t size = 0, volume = 0, qd64 = 64;
+	int no_fio = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--file") && v) {
+			file = v;
+			i++;
+		} else if (!strcmp(a, "--size") && v && !strata_parse_count(v, &size)) {
+			i++;
+		} else if (!strcmp(a, "--volume") && v && !strata_parse_count(v, &volume)) {
+			i++;
+		} else if (!strcmp(a, "--qd") && v && !strata_parse_count(v, &qd64) && qd64 &&
+			   qd64 <= 4096) {
+			i++;
+		} else if (!strcmp(a, "--bs") && v) {
+			bs_arg = v;
+			i++;
+		} else if (!strcmp(a, "--no-fio")) {
+			no_fio = 1;
+		} else {
+			fprintf(stderr, "strata bench tiers: bad argument '%s'\n%s", a, usage);
+			return 2;
+		}
+	}
+	size_t bss[16];
+	int nbs = parse_bs_list(bs_arg ? bs_arg : o.quick ? "4K,64K,1M" : "4K,16K,64K,256K,1M",
+				bss, 16);
+	if (nbs < 1) {
+		fprintf(stderr, "--bs: 4 KiB multiples from 4K to 64M, comma-separated\n");
+		return 2;
+	}
+	if (!size)
+		size = o.quick ? 64ull << 20 : 4ull << 30;
+	if (!volume)
+		volume = o.quick ? 16ull << 20 : (size < (1ull << 30) ? size : 1ull << 30);
+	unsigned qd = (unsigned)qd64;
+	int reps = o.quick ? 1 : (o.reps < 3 ? o.reps : 3);
+
+	char tmp[512] = "";
+	if (!file) {
+		const char *t = getenv("TMPDIR");
+		snprintf(tmp, sizeof tmp, "%s/strata-bench-tiers-XXXXXX", t && *t ? t : "/tmp");
+		int fd = mkstemp(tmp);
+		if (fd < 0) {
+			fprintf(stderr, "cannot create %s: %s\n", tmp, strerror(errno));
+			return 2;
+		}
+		close(fd);
+		file = tmp;
+	}
+	strata_dev_config dc = STRATA_DEV_CONFIG_INIT;
+	dc.backend = STRATA_BACKEND_CPU; /* the store does not touch the device */
+	strata_dev *dev = NULL;
+	if (strata_dev_open(&dc, &dev)) {
+		fprintf(stderr, "cannot open the CPU device context\n");
+		return 2;
+	}
+	bench_out *out = bench_out_open(&o, "tiers", dev);
+	int fio = !no_fio && have_fio();
+	bench_out_note(out, "file %s, capacity %llu B, volume %llu B per phase, qd %u, reps %d, "
+		       "fio %s%s", file, (unsigned long long)size, (unsigned long long)volume,
+		       qd, reps, fio ? "yes" : no_fio ? "skipped" : "not installed (apt-get install fio)",
+		       o.check ? ", check on" : "");
+	bench_out_note(out, "payload = bs - 64 B (inline header): one bs-sized I/O per record, "
+		       "as fio; ratio = store / fio on device bytes and IOPS");
+	int status = 0;
+	for (int b = 0; b < nbs && !status; b++) {
+		size_t bs = bss[b], len = bs - HDR;
+		strata_nvme_config c = STRATA_NVME_CONFIG_INIT;
+		c.path = file;
+		c.capacity_bytes = size;
+		c.queue_depth = qd;
+		c.flags = STRATA_NVME_CREATE;
+		c.slot_bytes = bs;
+		strata_nvme_store *s = NULL;
+		int err = strata_nvme_open(&c, &s);
+		if (err) {
+			fprintf(stderr, "open %s: %s\n", file, strata_strerror(err));
+			status = 2;
+			break;
+		}
+		strata_nvme_info info = STRATA_NVME_INFO_INIT;
+		strata_nvme_get_info(s, &info);
+		uint64_t nrec = volume / bs;
+		if (nrec > info.capacity_bytes / bs)
+			nrec = info.capacity_bytes / bs;
+		if (!nrec) {
+			fprintf(stderr, "bs %zu: the store is too small\n", bs);
+			strata_nvme_destroy(s);
+			status = 2;
+			break;
+		}
+		strata_page_handle *hs = calloc(nrec, sizeof *hs);
+		uint8_t **bufs = calloc(qd, sizeof *bufs);
+		for (unsigned i = 0; i < qd; i++)
+			if (posix_memalign((void **)&bufs[i], 4096, bs) == 0)
+				memset(bufs[i], 0x5a, bs);
+		double wt[8], rt[8];
+		phase_result w = { 0 }, r = { 0 };
+		for (int rep = 0; rep < reps && !status; rep++) {
+			if (rep) { /* free the previous rep's records */
+				for (uint64_t i = 0; i < nrec; i++)
+					strata_nvme_free(s, &hs[i]);
+			}
+			w = run_phase(s, 1, nrec, qd, len, bufs, hs, nrec, o.seed, o.check);
+			r = run_phase(s, 0, nrec, qd, len, bufs, hs, nrec, o.seed, o.check);
+			wt[rep] = w.secs;
+			rt[rep] = r.secs;
+			if (w.errors || r.errors) {
+				fprintf(stderr, "bs %zu: %d write / %d read errors, first: %s\n", bs,
+					w.errors, r.errors,
+					strata_strerror(w.errors ? w.first_err : r.first_err));
+				status = 1;
+			}
+			if (r.mismatches) {
+				fprintf(stderr, "bs %zu: %d records read back wrong\n", bs, r.mismatches);
+				status = 1;
+			}
+		}
+		strata_tier_stats st = STRATA_TIER_STATS_INIT;
+		strata_nvme_stats(s, &st);
+		strata_nvme_destroy(s);
+		for (unsigned i = 0; i < qd; i++)
+			free(bufs[i]);
+		free(bufs);
+		free(hs);
+		if (status)
+			break;
+		bench_stats ws = bench_stats_of(wt, reps), rs = bench_stats_of(rt, reps);
+		uint64_t span = nrec * bs;
+		for (int ph = 0; ph < 2; ph++) {
+			fio_result f = { 0 };
+			if (fio) {
+				f = run_fio(file, ph == 0, bs, qd, span, span);
+				if (!f.ok)
+					bench_out_note(out, "fio failed for bs %zu (%s)", bs,
+						       info.direct ? "see fio's own output" : "no O_DIRECT here");
+			}
+			double secs = ph == 0 ? ws.median : rs.median;
+			double iops = (double)nrec / secs, dev_bw = iops * (double)bs;
+			bench_out_row(out, "op", ph == 0 ? "write" : "randread",
+				      "bs", bench_fmt("%.0f", (double)bs), "qd", bench_fmt("%.0f", qd),
+				      "records", bench_fmt("%.0f", (double)nrec),
+				      "payload_MBps", bench_fmt("%.1f", iops * (double)len / 1e6),
+				      "dev_MBps", bench_fmt("%.1f", dev_bw / 1e6),
+				      "kIOPS", bench_fmt("%.2f", iops / 1e3),
+				      "min_s", bench_fmt("%.4f", ph == 0 ? ws.min : rs.min),
+				      "max_s", bench_fmt("%.4f", ph == 0 ? ws.max : rs.max),
+				      "fio_MBps", f.ok ? bench_fmt("%.1f", f.bw / 1e6) : "-",
+				      "fio_kIOPS", f.ok ? bench_fmt("%.2f", f.iops / 1e3) : "-",
+				      "ratio_bw", f.ok ? bench_fmt("%.3f", dev_bw / f.bw) : "-",
+				      "ratio_iops", f.ok ? bench_fmt("%.3f", iops / f.iops) : "-",
+				      "direct", info.direct ? "1" : "0",
+				      "checked", o.check ? "1" : "0", NULL);
+		}
+		if (st.checksum_failures)
+			status = 1;
+	}
+	bench_out_close(out);
+	strata_dev_close(dev);
+	if (tmp[0])
+		unlink(tmp);
+	return status;
+}

@@ -1,0 +1,68 @@
+/* Private to engine/: the reference engine's state (ref_engine.c, ref_step.c,
+ * ref_fetch.c). */
+#ifndef STRATA_ENGINE_REF_ENG_INT_H
+#define STRATA_ENGINE_REF_ENG_INT_H
+
+#include "engine/ref_int.h"
+
+typedef struct ref_lay {
+	ref_layer_w w;
+	float *cstate;      /* host [n_req][main compressor state] (ratio 4, 128) */
+	float *istate;      /* host [n_req][indexer compressor state] (ratio 4) */
+	uint8_t *win;       /* device: n_req x 2 blocks of 64 entries */
+	uint8_t *c128;      /* device: n_req x nblk blocks of 2 (ratio 128) */
+	uint8_t *c4;        /* ratio 4: device (ALL_RESIDENT) or pinned host: n_req x nblk blocks */
+	uint8_t *pages;     /* device index pages: n_req x nblk pages of 64 keys */
+	float *d_sink, *d_q, *d_out, *d_iw;
+	uint16_t *d_iq;     /* [n_req][index_heads][128] bf16 */
+	int32_t *d_ids;     /* [n_req][topk] selected ids */
+	int32_t *d_list;    /* [n_req][topk] index list for attention */
+	float *h_out;       /* [n_req][heads][512] */
+	int32_t *h_ids, *h_list;
+	/* HISPARSE / SWAPIN (ref_fetch.c) */
+	uint8_t *hot;       /* device pool of hot_slots entries (blocks of 64) */
+	int32_t *res;       /* [n_req * cap4]: hot slot of an entry or -1 */
+	int64_t *owner;     /* [hot_slots]: entry key (r*cap4 + id) or -1 */
+	uint64_t *used;     /* [hot_slots]: step stamp of the last use */
+	uint8_t *ref;       /* [hot_slots]: clock reference bit */
+	int hand;
+} ref_lay;
+
+struct strata_ref_engine {
+	strata_dev *dev;
+	strata_ref_config cfg;
+	strata_model m;
+	int nblk, cap4, cap128, hot_slots, stage_rows;
+	double freqs[32];
+	ref_input *in;
+	int *len;
+	ref_lay *lay;
+	/* device */
+	int32_t *d_pt, *d_rowreq, *d_rowlim, *d_rowbase, *d_win_idx, *d_c128_idx;
+	void *d_scratch;
+	size_t scratch_bytes;
+	float *d_stage;
+	int64_t *d_slots;
+	strata_event *ev0, *ev1;
+	/* host staging */
+	float *h_stage, *h_hid, *h_q;
+	int64_t *h_slots;
+	int32_t *h_win_idx, *h_c128_idx;
+	/* results */
+	uint64_t *hashes;   /* [cap_steps][n_layers] */
+	int n_steps, cap_steps;
+	uint64_t stamp;
+	strata_ref_stats st;
+};
+
+/* ref_engine.c: write n tokens (request req[k] at position pos[k], hidden state
+ * e->h_hid[k]) into every layer's caches. */
+int ref_append_tokens(strata_ref_engine *e, const int *req, const int64_t *pos, int n);
+
+int ref_fetch_init(strata_ref_engine *e, ref_lay *L);
+void ref_fetch_free(strata_ref_engine *e, ref_lay *L);
+/* Turn L->d_ids into L->d_list over L->hot (HISPARSE: cache lookup + miss gather;
+ * SWAPIN: gather everything). */
+int ref_fetch(strata_ref_engine *e, ref_lay *L);
+
+#endif

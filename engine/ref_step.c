@@ -1,0 +1,282 @@
+/*
+ * The decode step (engine.h): write every layer's caches for one new token per
+ * request, then run the attention side layer by layer (indexer scan + top-k, fetch,
+ * sparse attention with the sink), then hash the outputs. The attention side is timed
+ * with device events; the host math before it is not (it stands in for a real
+ * engine's projections, which strata does not own).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "engine/ref_eng_int.h"
+
+static int grow_hashes(strata_ref_engine *e)
+{
+	if (e->n_steps < e->cap_steps)
+		return 0;
+	int cap = e->cap_steps ? 2 * e->cap_steps : 64;
+	uint64_t *h = realloc(e->hashes, sizeof *h * (size_t)cap * e->m.n_layers);
+	if (!h)
+		return -ENOMEM;
+	e->hashes = h;
+	e->cap_steps = cap;
+	return 0;
+}
+
+/* Host side of the step: new tokens into the caches, queries to the device, and
+ * the window / C128 index lists (the same for every layer). */
+static int prepare(strata_ref_engine *e, int32_t *rowlim, int *n128)
+{
+	const int R = e->cfg.n_req, H = e->m.n_heads, IH = e->m.index_heads;
+	int reqs[R];
+	int64_t pos[R];
+	for (int r = 0; r < R; r++) {
+		if (e->len[r] >= e->cfg.max_ctx)
+			return -ENOSPC;
+		reqs[r] = r;
+		pos[r] = e->len[r];
+		ref_input_next(&e->in[r], e->h_hid + (size_t)r * REF_HID);
+	}
+	int err = ref_append_tokens(e, reqs, pos, R);
+	if (err)
+		return err;
+	*n128 = 0;
+	for (int r = 0; r < R; r++) {
+		int64_t t = pos[r];
+		rowlim[r] = (int32_t)((t + 1) / 4);
+		int c = (int)((t + 1) / 128);
+		*n128 = c > *n128 ? c : *n128;
+		/* Window: positions max(0, t-127) .. t in ascending order. */
+		for (int k = 0; k < 128; k++) {
+			int64_t p = t - 127 + k;
+			e->h_win_idx[r * 128 + k] = p < 0 ? -1 : (int32_t)(r * 128 + p % 128);
+		}
+	}
+	for (int r = 0; r < R; r++) {
+		int c = (int)((pos[r] + 1) / 128);
+		for (int j = 0; j < *n128; j++)
+			e->h_c128_idx[r * *n128 + j] = j < c ? r * e->cap128 + j : -1;
+	}
+	if ((err = strata_dev_copy(e->dev, e->d_win_idx, e->h_win_idx, sizeof(int32_t) * R * 128, NULL)) ||
+	    (err = strata_dev_copy(e->dev, e->d_c128_idx, e->h_c128_idx,
+				   sizeof(int32_t) * (size_t)R * (*n128 ? *n128 : 1), NULL)) ||
+	    (err = strata_dev_copy(e->dev, e->d_rowlim, rowlim, sizeof(int32_t) * R, NULL)))
+		return err;
+	float *iq = malloc(sizeof(float) * (size_t)R * IH * (REF_ID + 1));
+	uint16_t *iqb = malloc(sizeof(uint16_t) * (size_t)R * IH * REF_ID);
+	if (!iq || !iqb) {
+		free(iq);
+		free(iqb);
+		return -ENOMEM;
+	}
+	float *iw = iq + (size_t)R * IH * REF_ID;
+	for (int l = 0; l < e->m.n_layers && !err; l++) {
+		ref_lay *L = &e->lay[l];
+		for (int r = 0; r < R; r++)
+			ref_query(&L->w, H, e->h_hid + (size_t)r * REF_HID, pos[r], e->freqs,
+				  e->h_q + (size_t)r * H * REF_D);
+		err = strata_dev_copy(e->dev, L->d_q, e->h_q, sizeof(float) * (size_t)R * H * REF_D, NULL);
+		if (err || L->w.ratio != 4)
+			continue;
+		for (int r = 0; r < R; r++)
+			ref_index_query(&L->w, IH, e->h_hid + (size_t)r * REF_HID, pos[r], e->freqs,
+					iq + (size_t)r * IH * REF_ID, iw + (size_t)r * IH);
+		/* The indexer takes bf16 queries (as the reference quantises them). */
+		for (size_t i = 0; i < (size_t)R * IH * REF_ID; i++)
+			iqb[i] = strata_bf16_encode(iq[i]);
+		err = strata_dev_copy(e->dev, L->d_iq, iqb, sizeof(uint16_t) * (size_t)R * IH * REF_ID, NULL);
+		if (!err)
+			err = strata_dev_copy(e->dev, L->d_iw, iw, sizeof(float) * (size_t)R * IH, NULL);
+	}
+	free(iq);
+	free(iqb);
+	for (int r = 0; r < R; r++)
+		e->len[r]++;
+	return err;
+}
+
+/* The attention side of one layer. */
+static int attend(strata_ref_engine *e, ref_lay *L, int n128)
+{
+	const int R = e->cfg.n_req, K = e->m.index_topk;
+	strata_attn_params a = { .n_rows = R, .heads = e->m.n_heads,
+				 .scale = 0.044194173824159216f /* 512^-0.5 */, .q = L->d_q,
+				 .sink = L->d_sink, .win_pool = L->win, .win_B = 64,
+				 .win_idx = e->d_win_idx, .n_win = 128, .out = L->d_out };
+	int err = 0;
+	if (L->w.ratio == 4) {
+		strata_indexer_params ip = {
+			.fmt = e->m.index_fmt, .heads = e->m.index_heads, .topk = K, .n_req = R,
+			.n_rows = R, .max_rows = 1, .max_limit = e->cap4, .q = L->d_iq, .w = L->d_iw,
+			.req_rows = e->d_rowreq,
+			.row_limit = e->d_rowlim, .pages = L->pages, .page_table = e->d_pt,
+			.max_pages = e->nblk, .B = 64, .out_ids = L->d_ids, .scratch = e->d_scratch,
+			.scratch_bytes = e->scratch_bytes };
+		if ((err = strata_k_indexer(e->dev, &ip, NULL)))
+			return err;
+		if (e->cfg.mode == STRATA_REF_ALL_RESIDENT) {
+			strata_attn_map_params mp = { .n_rows = R, .width = K, .ids = L->d_ids,
+						      .row_base = e->d_rowbase, .out = L->d_list };
+			if ((err = strata_k_attn_map(e->dev, &mp, NULL)))
+				return err;
+			a.pool = L->c4;
+		} else {
+			if ((err = ref_fetch(e, L)))
+				return err;
+			a.pool = L->hot;
+		}
+		a.B = 64;
+		a.idx = L->d_list;
+		a.n_idx = K;
+	} else if (L->w.ratio == 128 && n128 > 0) {
+		a.pool = L->c128;
+		a.B = 2;
+		a.idx = e->d_c128_idx;
+		a.n_idx = n128;
+	}
+	return strata_k_attn(e->dev, &a, NULL);
+}
+
+int strata_ref_engine_decode_step(strata_ref_engine *e)
+{
+	if (!e)
+		return -EINVAL;
+	const int R = e->cfg.n_req, NL = e->m.n_layers;
+	int32_t rowlim[R];
+	int n128 = 0;
+	int err = grow_hashes(e);
+	if (!err)
+		err = prepare(e, rowlim, &n128);
+	if (!err)
+		err = strata_dev_sync(e->dev);
+	if (err)
+		return err;
+	e->stamp++;
+	if ((err = strata_event_record(e->dev, e->ev0, NULL)))
+		return err;
+	for (int l = 0; l < NL && !err; l++)
+		err = attend(e, &e->lay[l], n128);
+	if (!err)
+		err = strata_event_record(e->dev, e->ev1, NULL);
+	if (!err)
+		err = strata_event_sync(e->dev, e->ev1);
+	if (err)
+		return err;
+	float ms = 0.0f;
+	if ((err = strata_event_elapsed_ms(e->dev, e->ev0, e->ev1, &ms)))
+		return err;
+	e->st.last_attn_ns = (uint64_t)((double)ms * 1e6);
+	e->st.attn_ns += e->st.last_attn_ns;
+	e->st.steps++;
+	size_t qn = (size_t)R * e->m.n_heads * REF_D;
+	uint64_t *row = e->hashes + (size_t)e->n_steps * NL;
+	for (int l = 0; l < NL && !err; l++) {
+		ref_lay *L = &e->lay[l];
+		err = strata_dev_copy(e->dev, L->h_out, L->d_out, sizeof(float) * qn, NULL);
+		if (!err && L->w.ratio == 4 && e->cfg.mode == STRATA_REF_ALL_RESIDENT)
+			err = strata_dev_copy(e->dev, L->h_ids, L->d_ids,
+					      sizeof(int32_t) * R * e->m.index_topk, NULL);
+	}
+	if (!err)
+		err = strata_dev_sync(e->dev);
+	if (err)
+		return err;
+	for (int l = 0; l < NL; l++)
+		row[l] = XXH3_64bits(e->lay[l].h_out, sizeof(float) * qn);
+	e->n_steps++;
+	return 0;
+}
+
+const uint64_t *strata_ref_engine_hashes(const strata_ref_engine *e, int *n_steps,
+					 int *n_layers)
+{
+	if (n_steps)
+		*n_steps = e ? e->n_steps : 0;
+	if (n_layers)
+		*n_layers = e ? e->m.n_layers : 0;
+	return e ? e->hashes : NULL;
+}
+
+uint64_t strata_ref_engine_digest(const strata_ref_engine *e)
+{
+	if (!e || !e->n_steps)
+		return 0;
+	return XXH3_64bits(e->hashes, sizeof(uint64_t) * (size_t)e->n_steps * e->m.n_layers);
+}
+
+const float *strata_ref_engine_output(const strata_ref_engine *e, int layer)
+{
+	if (!e || !e->cfg.keep_outputs || layer < 0 || layer >= e->m.n_layers || !e->n_steps)
+		return NULL;
+	return e->lay[layer].h_out;
+}
+
+const int32_t *strata_ref_engine_selection(const strata_ref_engine *e, int layer, int req)
+{
+	if (!e || layer < 0 || layer >= e->m.n_layers || req < 0 || req >= e->cfg.n_req ||
+	    e->lay[layer].w.ratio != 4)
+		return NULL;
+	return e->lay[layer].h_ids + (size_t)req * e->m.index_topk;
+}
+
+void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st)
+{
+	if (!st)
+		return;
+	memset(st, 0, sizeof *st);
+	if (e)
+		*st = e->st;
+}
+
+static int hash_dev(strata_ref_engine *e, XXH3_state_t *x, const void *p, size_t n)
+{
+	void *tmp = malloc(n ? n : 1);
+	if (!tmp)
+		return -ENOMEM;
+	int err = strata_dev_copy(e->dev, tmp, p, n, NULL);
+	if (!err)
+		err = strata_dev_sync(e->dev);
+	if (!err)
+		XXH3_64bits_update(x, tmp, n);
+	free(tmp);
+	return err;
+}
+
+uint64_t strata_ref_engine_cache_hash(strata_ref_engine *e, int req)
+{
+	if (!e || req < 0 || req >= e->cfg.n_req)
+		return 0;
+	XXH3_state_t *x = XXH3_createState();
+	if (!x)
+		return 0;
+	XXH3_64bits_reset(x);
+	XXH3_64bits_update(x, &e->len[req], sizeof e->len[req]);
+	int err = 0;
+	for (int l = 0; l < e->m.n_layers && !err; l++) {
+		ref_lay *L = &e->lay[l];
+		size_t ws = REF_WIN_BLOCKS * strata_main_block_stride(64);
+		err = hash_dev(e, x, L->win + ws * req, ws);
+		if (err || !L->w.ratio)
+			continue;
+		size_t sf = ref_comp_state_floats(&L->w.main);
+		XXH3_64bits_update(x, L->cstate + sf * req, sizeof(float) * sf);
+		if (L->w.ratio == 128) {
+			size_t cs = (size_t)e->nblk * strata_main_block_stride(2);
+			err = hash_dev(e, x, L->c128 + cs * req, cs);
+			continue;
+		}
+		sf = ref_comp_state_floats(&L->w.idx);
+		XXH3_64bits_update(x, L->istate + sf * req, sizeof(float) * sf);
+		size_t cs = (size_t)e->nblk * strata_main_block_stride(64);
+		err = hash_dev(e, x, L->c4 + cs * req, cs);
+		size_t ps = (size_t)e->nblk * 64 * strata_index_entry_bytes(e->m.index_fmt);
+		if (!err)
+			err = hash_dev(e, x, L->pages + ps * req, ps);
+	}
+	uint64_t h = err ? 0 : XXH3_64bits_digest(x);
+	XXH3_freeState(x);
+	return h;
+}

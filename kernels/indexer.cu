@@ -1,0 +1,630 @@
+/*
+ * Indexer on the GPU: fused tensor-core scan + exact radix top-k (FORMATS.md section 4).
+ *
+ * Three kernels after one memset, all with launch shapes fixed by the host fields
+ * (CUDA-graph capturable, no host synchronisation):
+ *  1. scan   grid (ceil(max_limit / 1024), n_req), 4 warps. A CTA scores 1024 keys of
+ *            one request for all of its rows (MTP rows share the key reads and the
+ *            dequantisation). Keys are dequantised in registers straight into
+ *            mma.sync m16n8k16 B fragments (bf16, exact); the permuted bf16 query is the
+ *            A operand (heads = M) from shared memory. The epilogue applies ReLU and
+ *            the head weights, reduces over heads with three shuffles, writes the fp32
+ *            score and counts it in a 2048-bucket histogram (fp16 of the score, a
+ *            monotone map) that is flushed to global memory once per CTA.
+ *  2. filter grid (ceil(max_limit / 4096), n_rows). Every CTA finds the threshold
+ *            bucket b* (the bucket holding the k-th score) from the histogram, appends
+ *            ids with bucket > b* to the row's "selected" list and (score, id) keys with
+ *            bucket == b* to its candidate list (capacity IDX_CAND_CAP).
+ *  3. select grid n_rows. Radix select over the 64-bit keys (score bits, then inverted
+ *            id: unique, so ties break to the lower id) of the candidates (or, when the
+ *            list overflowed, of the whole row filtered by bucket), 8 bits per pass,
+ *            stopping as soon as the threshold bin is taken whole; then a bitonic sort
+ *            of the k ids. Rows with limit <= k are written 0..limit-1 unscored.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cub/block/block_scan.cuh>
+
+#include "kernels/indexer_int.h"
+#include "kernels_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+namespace {
+
+constexpr int kThreads = 128; /* scan CTA: 4 warps */
+constexpr int kWarps = kThreads / 32;
+constexpr int kChunk = 1024;  /* keys per scan CTA */
+constexpr int kIters = kChunk / (kWarps * 32);
+constexpr int kQStride = 136; /* bf16 per query head row in smem: +16 B keeps ldmatrix conflict-free */
+constexpr int kFThreads = 256;
+constexpr int kFChunk = 4096; /* scores per filter CTA */
+constexpr int kSThreads = 256;
+
+struct Args {
+	int heads, mt, topk, max_limit, max_pages, B, b_shift, lim_cap;
+	const uint16_t *q;
+	const float *w;
+	const int32_t *req_rows, *row_limit, *page_table;
+	const uint8_t *pages;
+	int32_t *out_ids;
+	float *out_scores;
+	uint32_t *hist, *count;
+	int32_t *sel;
+	unsigned long long *cand;
+	float *scores;
+	size_t sstride, cap;
+};
+
+__device__ __forceinline__ int row_lim(const Args &a, int r)
+{
+	int L = a.row_limit[r];
+	return L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
+}
+
+/* Monotone non-decreasing bucket of a score: the top 11 bits of its ordered fp16. */
+__device__ __forceinline__ uint32_t bucket_of(float s)
+{
+	unsigned short u = __half_as_ushort(__float2half_rn(s));
+	u = (u & 0x8000u) ? (unsigned short)~u : (unsigned short)(u | 0x8000u);
+	return (uint32_t)u >> 5;
+}
+
+__device__ __forceinline__ uint32_t bmul2(uint32_t x, uint32_t y)
+{
+	uint32_t d;
+	/* x * y + (-0): an exact product here (powers of two, no overflow) */
+	asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(y), "r"(0x80008000u));
+	return d;
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+					 uint32_t b1)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Page base of logical key `key` of a request, and its offset in the page. */
+template <int EB>
+__device__ __forceinline__ const uint8_t *key_page(const Args &a, const int32_t *pt, int key,
+						   int *off)
+{
+	int pi;
+	if (a.b_shift >= 0) {
+		pi = key >> a.b_shift;
+		*off = key & (a.B - 1);
+	} else {
+		pi = key / a.B;
+		*off = key - pi * a.B;
+	}
+	return a.pages + (size_t)pt[pi] * (size_t)a.B * EB;
+}
+
+/* The raw bytes one lane quarter loads for one key. */
+template <int FMT> struct Raw;
+template <> struct Raw<STRATA_INDEX_MXFP4> {
+	uint4 v;
+	uint32_t sb;
+};
+template <> struct Raw<STRATA_INDEX_FP8> {
+	uint4 v0, v1;
+};
+
+template <int FMT>
+__device__ __forceinline__ void load_raw(const Args &a, const int32_t *pt, int key, int maxlim,
+					 int c, Raw<FMT> &r)
+{
+	constexpr int EB = FMT == STRATA_INDEX_MXFP4 ? STRATA_INDEX_MXFP4_BYTES : STRATA_INDEX_FP8_BYTES;
+	if (key >= maxlim) {
+		r = Raw<FMT>{};
+		return;
+	}
+	int off;
+	const uint8_t *base = key_page<EB>(a, pt, key, &off);
+	if constexpr (FMT == STRATA_INDEX_MXFP4) {
+		r.v = __ldg(reinterpret_cast<const uint4 *>(base + (size_t)off * 64 + 16 * c));
+		r.sb = __ldg(base + (size_t)a.B * 64 + (size_t)off * 4 + c);
+	} else {
+		const uint4 *p = reinterpret_cast<const uint4 *>(base + (size_t)off * 128 + 32 * c);
+		r.v0 = __ldg(p);
+		r.v1 = __ldg(p + 1);
+	}
+}
+
+/* Raw bytes to the key's 16 bf16 pairs (B fragments: pair p feeds k-step p/2). */
+template <int FMT>
+__device__ __forceinline__ void convert(const Raw<FMT> &r, uint32_t (&b)[16])
+{
+	if constexpr (FMT == STRATA_INDEX_MXFP4) {
+		/* group scale 2^(sb-127) as bf16 bits; sb 0 is the subnormal 2^-127 */
+		uint32_t sbits = r.sb == 0 ? 0x0040u : (r.sb >= 255 ? 0x7F80u : r.sb << 7);
+		uint32_t s2 = sbits | (sbits << 16);
+		const uint32_t wd[4] = { r.v.x, r.v.y, r.v.z, r.v.w };
+#pragma unroll
+		for (int p = 0; p < 16; p++)
+			b[p] = bmul2(bmul2(idx_fp4_pair_bits(wd[p >> 2], p & 3),
+					   IDX_FP4_PAIR_SCALE_BITS * 0x10001u),
+				     s2);
+	} else {
+		const uint32_t wd[8] = { r.v0.x, r.v0.y, r.v0.z, r.v0.w, r.v1.x, r.v1.y, r.v1.z, r.v1.w };
+#pragma unroll
+		for (int p = 0; p < 16; p++)
+			b[p] = bmul2(idx_fp8_pair_bits(wd[p >> 1], p & 1), IDX_FP8_PAIR_SCALE_BITS * 0x10001u);
+	}
+}
+
+template <int FMT, int R>
+__global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	constexpr int EB = FMT == STRATA_INDEX_MXFP4 ? STRATA_INDEX_MXFP4_BYTES : STRATA_INDEX_FP8_BYTES;
+	const int MT = a.mt, MH = MT * 16;
+	const int qelems = MH * kQStride;
+	uint16_t *qs = reinterpret_cast<uint16_t *>(smem);                 /* [R][MH][kQStride] */
+	float *ws = reinterpret_cast<float *>(smem + (size_t)R * qelems * 2); /* [R][MH] */
+	uint32_t *hs = reinterpret_cast<uint32_t *>(ws + R * MH);          /* [R][IDX_BINS] */
+
+	const int req = blockIdx.y;
+	const int r0 = a.req_rows[req];
+	int nr = a.req_rows[req + 1] - r0;
+	nr = nr < 0 ? 0 : (nr > R ? R : nr);
+	int lim[R];
+	int maxlim = 0;
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		lim[i] = 0;
+		if (i < nr) {
+			int L = row_lim(a, r0 + i);
+			lim[i] = L > a.topk ? L : 0; /* rows with limit <= k are not scored */
+		}
+		maxlim = lim[i] > maxlim ? lim[i] : maxlim;
+	}
+	const int k0 = blockIdx.x * kChunk;
+	if (k0 >= maxlim)
+		return; /* whole CTA */
+
+	const int tid = threadIdx.x;
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		if (!lim[i])
+			continue;
+		const uint16_t *qg = a.q + (size_t)(r0 + i) * a.heads * IDX_DIM;
+		for (int e = tid; e < MH * IDX_DIM; e += kThreads) {
+			int h = e >> 7, d = e & 127;
+			uint16_t v = h < a.heads ? qg[(size_t)h * IDX_DIM + d] : (uint16_t)0;
+			qs[i * qelems + h * kQStride + idx_kl_of_dim((strata_index_fmt)FMT, d)] = v;
+		}
+		for (int h = tid; h < MH; h += kThreads)
+			ws[i * MH + h] = h < a.heads ? a.w[(size_t)(r0 + i) * a.heads + h] : 0.0f;
+		for (int b = tid; b < IDX_BINS; b += kThreads)
+			hs[i * IDX_BINS + b] = 0;
+	}
+	__syncthreads();
+
+	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
+	const uint32_t qs_base = (uint32_t)__cvta_generic_to_shared(qs);
+	/* ldmatrix.x4: lanes 8m..8m+7 address matrix m = (rows +8 if m odd, k +8 if m >= 2) */
+	const int mat = lane >> 3;
+	const uint32_t lds_off = (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
+
+	Raw<FMT> raw[4];
+	int kb = k0 + warp * 32;
+#pragma unroll
+	for (int nt = 0; nt < 4; nt++)
+		load_raw<FMT>(a, pt, kb + nt * 8 + g, maxlim, c, raw[nt]);
+
+	for (int it = 0; it < kIters; it++, kb += kWarps * 32) {
+		if (kb >= maxlim)
+			break; /* warp-uniform */
+		uint32_t bf[4][16];
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+			convert<FMT>(raw[nt], bf[nt]);
+		/* prefetch the next 32 keys while this block is multiplied */
+		if (it + 1 < kIters) {
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+				load_raw<FMT>(a, pt, kb + kWarps * 32 + nt * 8 + g, maxlim, c, raw[nt]);
+		}
+#pragma unroll
+		for (int i = 0; i < R; i++) {
+			if (kb >= lim[i])
+				continue;
+			float part[4][2];
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+				part[nt][0] = part[nt][1] = 0.0f;
+			const uint32_t qa = qs_base + (uint32_t)(i * qelems * 2) + lds_off;
+			for (int m = 0; m < MT; m++) {
+				float acc[4][4];
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+					acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+#pragma unroll
+				for (int s = 0; s < 8; s++) {
+					uint32_t af[4];
+					ldsm_x4(af, qa + (uint32_t)((m * 16 * kQStride + s * 16) * 2));
+#pragma unroll
+					for (int nt = 0; nt < 4; nt++)
+						mma_bf16(acc[nt], af, bf[nt][2 * s], bf[nt][2 * s + 1]);
+				}
+				/* acc[nt]: c0,c1 = head 16m+g, keys 2c,2c+1; c2,c3 = head 16m+g+8 */
+				const float wlo = ws[i * MH + m * 16 + g], whi = ws[i * MH + m * 16 + g + 8];
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++) {
+					part[nt][0] += wlo * fmaxf(acc[nt][0], 0.0f) + whi * fmaxf(acc[nt][2], 0.0f);
+					part[nt][1] += wlo * fmaxf(acc[nt][1], 0.0f) + whi * fmaxf(acc[nt][3], 0.0f);
+				}
+			}
+			/* sum over the 8 lanes sharing c (g = 0..7): all heads */
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					float v = part[nt][h];
+					v += __shfl_xor_sync(0xffffffffu, v, 4);
+					v += __shfl_xor_sync(0xffffffffu, v, 8);
+					v += __shfl_xor_sync(0xffffffffu, v, 16);
+					part[nt][h] = v;
+				}
+			/* lane (g, c) owns key 8 (g & 3) + 2c + (g >> 2): 32 lanes, 32 keys */
+			const int nsel = g & 3, hsel = g >> 2;
+			float sc = 0.0f;
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+					if (nt == nsel && h == hsel)
+						sc = part[nt][h];
+			const int key = kb + nsel * 8 + 2 * c + hsel;
+			if (key < lim[i]) {
+				if constexpr (FMT == STRATA_INDEX_FP8) {
+					int off;
+					const uint8_t *base = key_page<EB>(a, pt, key, &off);
+					sc *= __ldg(reinterpret_cast<const float *>(
+						base + (size_t)a.B * 128 + (size_t)off * 4));
+				}
+				sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
+				a.scores[(size_t)(r0 + i) * a.sstride + key] = sc;
+				atomicAdd(&hs[i * IDX_BINS + bucket_of(sc)], 1u);
+			}
+		}
+	}
+	__syncthreads();
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		if (!lim[i])
+			continue;
+		uint32_t *gh = a.hist + (size_t)(r0 + i) * IDX_BINS;
+		for (int b = tid; b < IDX_BINS; b += kThreads) {
+			uint32_t v = hs[i * IDX_BINS + b];
+			if (v)
+				atomicAdd(&gh[b], v);
+		}
+	}
+}
+
+/* Threshold bucket of a row: b* = the highest bucket with count(bucket >= b*) >= k,
+ * above = count(bucket > b*). 256 threads; thread t reads buckets of group 255 - t. */
+typedef cub::BlockScan<uint32_t, 256> HistScan;
+
+__device__ void find_threshold(const uint32_t *hist_row, int k, HistScan::TempStorage &tmp,
+			       int *bstar, int *above_out)
+{
+	const int grp = 255 - (int)threadIdx.x;
+	uint32_t cnt[8], sum = 0;
+#pragma unroll
+	for (int b = 0; b < 8; b++) {
+		cnt[b] = hist_row[grp * 8 + b];
+		sum += cnt[b];
+	}
+	uint32_t above;
+	HistScan(tmp).ExclusiveSum(sum, above);
+#pragma unroll
+	for (int b = 7; b >= 0; b--) {
+		if (above < (uint32_t)k && above + cnt[b] >= (uint32_t)k) {
+			*bstar = grp * 8 + b;
+			*above_out = (int)above;
+		}
+		above += cnt[b];
+	}
+	__syncthreads();
+}
+
+__global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
+{
+	__shared__ HistScan::TempStorage tmp;
+	__shared__ int s_bstar, s_above;
+	const int row = blockIdx.y;
+	const int L = row_lim(a, row);
+	const int start = blockIdx.x * kFChunk;
+	if (L <= a.topk || start >= L)
+		return;
+	if (threadIdx.x == 0)
+		s_bstar = -1, s_above = 0;
+	__syncthreads();
+	find_threshold(a.hist + (size_t)row * IDX_BINS, a.topk, tmp, &s_bstar, &s_above);
+	const uint32_t bstar = (uint32_t)s_bstar;
+	const int end = min(L, start + kFChunk);
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	const int lane = threadIdx.x & 31;
+	const unsigned lt = (1u << lane) - 1u;
+	for (int base = start; base < end; base += kFThreads) {
+		const int j = base + (int)threadIdx.x;
+		const bool valid = j < end;
+		const float s = valid ? sc[j] : 0.0f;
+		const uint32_t b = valid ? bucket_of(s) : 0u;
+		const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
+		const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
+		const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
+		uint32_t bs = 0, bc = 0;
+		if (lane == 0) {
+			if (ms)
+				bs = atomicAdd(&a.count[2 * row], (uint32_t)__popc(ms));
+			if (mc)
+				bc = atomicAdd(&a.count[2 * row + 1], (uint32_t)__popc(mc));
+		}
+		bs = __shfl_sync(0xffffffffu, bs, 0);
+		bc = __shfl_sync(0xffffffffu, bc, 0);
+		if (is_sel) {
+			uint32_t idx = bs + (uint32_t)__popc(ms & lt);
+			if (idx < (uint32_t)a.topk)
+				a.sel[(size_t)row * a.topk + idx] = j;
+		}
+		if (is_cand) {
+			uint32_t idx = bc + (uint32_t)__popc(mc & lt);
+			if (idx < a.cap)
+				a.cand[(size_t)row * a.cap + idx] = idx_key64(s, j);
+		}
+	}
+}
+
+/* Calls f(key64) for every threshold-bucket element of the row: from the candidate
+ * list when it held them all, else from the scores filtered by bucket. */
+template <typename F>
+__device__ __forceinline__ void for_each_cand(const Args &a, int row, int L, uint32_t bstar,
+					      uint32_t nc, F f)
+{
+	if (nc <= a.cap) {
+		const unsigned long long *cl = a.cand + (size_t)row * a.cap;
+		for (uint32_t i = threadIdx.x; i < nc; i += blockDim.x)
+			f(cl[i]);
+	} else {
+		const float *sc = a.scores + (size_t)row * a.sstride;
+		for (int j = threadIdx.x; j < L; j += blockDim.x) {
+			float s = sc[j];
+			if (bucket_of(s) == bstar)
+				f(idx_key64(s, j));
+		}
+	}
+}
+
+__global__ void __launch_bounds__(kSThreads) select_kernel(Args a)
+{
+	__shared__ HistScan::TempStorage tmp;
+	__shared__ uint32_t h256[256];
+	__shared__ int32_t ids[STRATA_INDEXER_MAX_TOPK];
+	__shared__ int s_bstar, s_above, s_digit, s_dabove, s_dcnt;
+	__shared__ uint32_t s_n;
+	const int row = blockIdx.x, k = a.topk, tid = threadIdx.x;
+	const int L = row_lim(a, row);
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	if (L <= k) {
+		for (int i = tid; i < k; i += kSThreads) {
+			oid[i] = i < L ? i : -1;
+			if (osc)
+				osc[i] = 0.0f;
+		}
+		return;
+	}
+	if (tid == 0)
+		s_bstar = -1, s_above = 0, s_n = 0;
+	__syncthreads();
+	find_threshold(a.hist + (size_t)row * IDX_BINS, k, tmp, &s_bstar, &s_above);
+	if (s_bstar < 0) { /* inconsistent histogram (cannot happen): leave a marked row */
+		for (int i = tid; i < k; i += kSThreads)
+			oid[i] = -1;
+		return;
+	}
+	const uint32_t bstar = (uint32_t)s_bstar;
+	const int above = s_above;
+	const uint32_t nc = a.count[2 * row + 1];
+
+	/* radix select of the (k - above)-th largest key among the bucket's elements */
+	unsigned long long prefix = 0, mask = 0;
+	int remaining = k - above;
+	for (int shift = 56; shift >= 0; shift -= 8) {
+		h256[tid] = 0;
+		__syncthreads();
+		for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
+			if ((key & mask) == prefix)
+				atomicAdd(&h256[(key >> shift) & 255u], 1u);
+		});
+		__syncthreads();
+		if (tid < 32) { /* lane l: bins 255-8l down to 248-8l */
+			uint32_t cnt[8], sum = 0;
+#pragma unroll
+			for (int b = 0; b < 8; b++) {
+				cnt[b] = h256[255 - 8 * tid - b];
+				sum += cnt[b];
+			}
+			uint32_t incl = sum;
+#pragma unroll
+			for (int o = 1; o < 32; o <<= 1) {
+				uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+				if (tid >= o)
+					incl += v;
+			}
+			uint32_t acc = incl - sum;
+#pragma unroll
+			for (int b = 0; b < 8; b++) {
+				if (acc < (uint32_t)remaining && acc + cnt[b] >= (uint32_t)remaining) {
+					s_digit = 255 - 8 * tid - b;
+					s_dabove = (int)acc;
+					s_dcnt = (int)cnt[b];
+				}
+				acc += cnt[b];
+			}
+		}
+		__syncthreads();
+		remaining -= s_dabove;
+		prefix |= (unsigned long long)s_digit << shift;
+		mask |= 0xffull << shift;
+		const bool done = s_dcnt == remaining;
+		__syncthreads();
+		if (done)
+			break;
+	}
+
+	/* collect: the ids above b*, then the bucket's keys at or above the threshold */
+	for (int i = tid; i < above; i += kSThreads)
+		ids[i] = a.sel[(size_t)row * k + i];
+	for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
+		if ((key & mask) >= prefix) {
+			uint32_t at = (uint32_t)above + atomicAdd(&s_n, 1u);
+			if (at < (uint32_t)k)
+				ids[at] = (int32_t)(0xffffffffu - (uint32_t)key);
+		}
+	});
+	int P = 1;
+	while (P < k)
+		P <<= 1;
+	for (int i = k + tid; i < P; i += kSThreads)
+		ids[i] = INT_MAX;
+	__syncthreads();
+	/* bitonic sort, ascending ids */
+	for (int size = 2; size <= P; size <<= 1)
+		for (int stride = size >> 1; stride > 0; stride >>= 1) {
+			for (int i = tid; i < P; i += kSThreads) {
+				int j = i ^ stride;
+				if (j > i) {
+					int32_t x = ids[i], y = ids[j];
+					bool up = (i & size) == 0;
+					if ((x > y) == up) {
+						ids[i] = y;
+						ids[j] = x;
+					}
+				}
+			}
+			__syncthreads();
+		}
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	for (int i = tid; i < k; i += kSThreads) {
+		int32_t id = ids[i];
+		oid[i] = id;
+		if (osc)
+			osc[i] = sc[id];
+	}
+}
+
+template <int FMT, int R>
+cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st)
+{
+	size_t smem = (size_t)R * a.mt * 16 * kQStride * 2 + (size_t)R * a.mt * 16 * 4 +
+		      (size_t)R * IDX_BINS * 4;
+	if (smem > 48 * 1024) {
+		cudaError_t e = cudaFuncSetAttribute(scan_kernel<FMT, R>,
+						     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		if (e != cudaSuccess)
+			return e;
+	}
+	dim3 grid((unsigned)((max_limit + kChunk - 1) / kChunk), (unsigned)n_req);
+	scan_kernel<FMT, R><<<grid, kThreads, smem, st>>>(a);
+	return cudaSuccess;
+}
+
+template <int FMT>
+cudaError_t launch_scan_fmt(const Args &a, int R, int n_req, int max_limit, cudaStream_t st)
+{
+	switch (R) {
+	case 1: return launch_scan<FMT, 1>(a, n_req, max_limit, st);
+	case 2: return launch_scan<FMT, 2>(a, n_req, max_limit, st);
+	case 3: return launch_scan<FMT, 3>(a, n_req, max_limit, st);
+	default: return launch_scan<FMT, 4>(a, n_req, max_limit, st);
+	}
+}
+
+} // namespace
+
+extern "C" int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params *p,
+				    strata_stream *s)
+{
+	int err = idx_check_params(p);
+	if (err)
+		return err;
+	if (p->topk > STRATA_INDEXER_MAX_TOPK || p->n_req > 65535 || p->n_rows > 65535 ||
+	    p->B % 4 || (p->pages && ((uintptr_t)p->pages & 15)))
+		return -EINVAL;
+	if (p->n_rows == 0)
+		return 0;
+	idx_gpu_layout l;
+	idx_gpu_layout_of(p, &l);
+	if (!p->scratch || p->scratch_bytes < l.total)
+		return -EINVAL;
+	unsigned char *sb = static_cast<unsigned char *>(p->scratch);
+	Args a;
+	memset(&a, 0, sizeof a);
+	a.heads = p->heads;
+	a.mt = (p->heads + 15) / 16;
+	a.topk = p->topk;
+	a.max_limit = p->max_limit;
+	a.max_pages = p->max_pages;
+	a.B = p->B;
+	a.b_shift = (p->B & (p->B - 1)) ? -1 : __builtin_ctz((unsigned)p->B);
+	int64_t cap_pages = (int64_t)p->max_pages * p->B;
+	a.lim_cap = cap_pages < p->max_limit ? (int)cap_pages : p->max_limit;
+	a.q = p->q;
+	a.w = p->w;
+	a.req_rows = p->req_rows;
+	a.row_limit = p->row_limit;
+	a.page_table = p->page_table;
+	a.pages = p->pages;
+	a.out_ids = p->out_ids;
+	a.out_scores = p->out_scores;
+	a.hist = reinterpret_cast<uint32_t *>(sb + l.off_hist);
+	a.count = reinterpret_cast<uint32_t *>(sb + l.off_count);
+	a.sel = reinterpret_cast<int32_t *>(sb + l.off_sel);
+	a.cand = reinterpret_cast<unsigned long long *>(sb + l.off_cand);
+	a.scores = reinterpret_cast<float *>(sb + l.off_scores);
+	a.sstride = l.score_stride;
+	a.cap = l.cand_cap;
+
+	cudaStream_t st = reinterpret_cast<cudaStream_t>(s);
+	if (cudaMemsetAsync(p->scratch, 0, l.zero_bytes, st) != cudaSuccess) {
+		err = strata_dev_check(dev, "indexer: scratch memset");
+		return err ? err : STRATA_E_CUDA;
+	}
+	if (p->max_limit > p->topk && p->n_req > 0) {
+		cudaError_t e = p->fmt == STRATA_INDEX_MXFP4
+			? launch_scan_fmt<STRATA_INDEX_MXFP4>(a, p->max_rows, p->n_req, p->max_limit, st)
+			: launch_scan_fmt<STRATA_INDEX_FP8>(a, p->max_rows, p->n_req, p->max_limit, st);
+		if (e != cudaSuccess) {
+			err = strata_dev_check(dev, "indexer: scan shared memory");
+			return err ? err : STRATA_E_CUDA;
+		}
+		if ((err = strata_dev_check(dev, "indexer: scan")))
+			return err;
+		dim3 fg((unsigned)((p->max_limit + kFChunk - 1) / kFChunk), (unsigned)p->n_rows);
+		filter_kernel<<<fg, kFThreads, 0, st>>>(a);
+		if ((err = strata_dev_check(dev, "indexer: filter")))
+			return err;
+	}
+	select_kernel<<<p->n_rows, kSThreads, 0, st>>>(a);
+	return strata_dev_check(dev, "indexer: select");
+}

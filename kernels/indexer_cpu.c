@@ -1,0 +1,271 @@
+/*
+ * Indexer CPU twin (FORMATS.md section 4) and the backend dispatcher.
+ *
+ * The twin is the reference the GPU is tested against and the path the engine takes
+ * without a GPU, so it is written to be exact and reasonably fast: each key is
+ * dequantised once per request and scored for all of the request's rows; selection
+ * is a quickselect over unique 64-bit keys (score order, then lower id), O(n) per row,
+ * followed by a sort of the k winners by id.
+ */
+#include "kernels/indexer_int.h"
+#include "kernels_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int idx_check_params(const strata_indexer_params *p)
+{
+	if (!p || p->heads < 1 || p->heads > STRATA_INDEXER_MAX_HEADS || p->topk < 1 ||
+	    p->n_req < 0 || p->n_rows < 0 || p->max_rows < 1 ||
+	    p->max_rows > STRATA_INDEXER_MAX_ROWS || p->max_limit < 0 || p->B < 1 ||
+	    p->max_pages < 0 || (int64_t)p->max_pages * p->B > INT32_MAX ||
+	    (p->fmt != STRATA_INDEX_MXFP4 && p->fmt != STRATA_INDEX_FP8))
+		return -EINVAL;
+	if (p->n_rows > 0 && (!p->req_rows || !p->row_limit || !p->out_ids))
+		return -EINVAL;
+	if (p->n_rows > 0 && p->max_limit > p->topk &&
+	    (!p->q || !p->w || !p->pages || !p->page_table))
+		return -EINVAL;
+	return 0;
+}
+
+static size_t cpu_scratch(const strata_indexer_params *p)
+{
+	size_t lim = (size_t)(p->max_limit > 0 ? p->max_limit : 0);
+	return lim * (size_t)p->max_rows * sizeof(float) + lim * sizeof(uint64_t) + 64;
+}
+
+size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p)
+{
+	if (!p || idx_check_params(p))
+		return 0;
+	if (strata_dev_is_gpu(dev)) {
+		idx_gpu_layout l;
+		idx_gpu_layout_of(p, &l);
+		return l.total;
+	}
+	return cpu_scratch(p);
+}
+
+int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s)
+{
+#ifdef STRATA_HAVE_CUDA
+	if (strata_dev_is_gpu(dev))
+		return strata_k_indexer_gpu(dev, p, s);
+#endif
+	(void)dev;
+	(void)s;
+	return strata_k_indexer_cpu(p);
+}
+
+/* ---- selection ---------------------------------------------------------------------- */
+
+static void swap64(uint64_t *a, uint64_t *b)
+{
+	uint64_t t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/* Reorders v[0..n) so that v[0..k) are the k largest (unordered). Keys are unique. */
+static void select_largest(uint64_t *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n; /* the k-th largest is at index k-1 of a descending order */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		/* median of three, moved to lo */
+		if (v[mid] > v[lo]) swap64(&v[mid], &v[lo]);
+		if (v[hi - 1] > v[lo]) swap64(&v[hi - 1], &v[lo]);
+		if (v[mid] > v[lo]) swap64(&v[mid], &v[lo]);
+		if (v[hi - 1] > v[mid]) swap64(&v[hi - 1], &v[mid]);
+		/* now v[lo] >= v[mid] >= v[hi-1]: pivot = v[mid] */
+		uint64_t piv = v[mid];
+		swap64(&v[mid], &v[lo]);
+		size_t store = lo + 1;
+		for (size_t i = lo + 1; i < hi; i++)
+			if (v[i] > piv)
+				swap64(&v[i], &v[store++]);
+		swap64(&v[lo], &v[store - 1]); /* pivot to its final place store-1 */
+		size_t pos = store - 1;
+		if (pos == k - 1)
+			return;
+		if (pos > k - 1)
+			hi = pos;
+		else
+			lo = pos + 1;
+	}
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void emit_all(const strata_indexer_params *p, int row, int lim)
+{
+	int32_t *ids = p->out_ids + (size_t)row * p->topk;
+	for (int i = 0; i < p->topk; i++)
+		ids[i] = i < lim ? i : -1;
+	if (p->out_scores)
+		memset(p->out_scores + (size_t)row * p->topk, 0, (size_t)p->topk * sizeof(float));
+}
+
+static void emit_selected(const strata_indexer_params *p, int row, int lim, const float *sc,
+			  uint64_t *keys)
+{
+	for (int j = 0; j < lim; j++)
+		keys[j] = idx_key64(sc[j], j);
+	select_largest(keys, (size_t)lim, (size_t)p->topk);
+	int32_t *ids = p->out_ids + (size_t)row * p->topk;
+	for (int i = 0; i < p->topk; i++)
+		ids[i] = (int32_t)(0xffffffffu - (uint32_t)keys[i]);
+	qsort(ids, (size_t)p->topk, sizeof *ids, cmp_i32);
+	if (p->out_scores)
+		for (int i = 0; i < p->topk; i++)
+			p->out_scores[(size_t)row * p->topk + i] = sc[ids[i]] + 0.0f;
+}
+
+/* ---- scoring ------------------------------------------------------------------------ */
+
+static float dot128(const float *q, const float *k)
+{
+	float a[8] = { 0 };
+	for (int d = 0; d < IDX_DIM; d += 8)
+		for (int u = 0; u < 8; u++)
+			a[u] += q[d + u] * k[d + u];
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+static int check_request(const strata_indexer_params *p, int req)
+{
+	int r0 = p->req_rows[req], r1 = p->req_rows[req + 1];
+	if (r0 < 0 || r1 < r0 || r1 > p->n_rows || r1 - r0 > p->max_rows)
+		return -EINVAL;
+	for (int r = r0; r < r1; r++) {
+		int lim = p->row_limit[r];
+		if (lim < 0 || lim > p->max_limit || (int64_t)lim > (int64_t)p->max_pages * p->B)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int strata_k_indexer_cpu(const strata_indexer_params *p)
+{
+	int err = idx_check_params(p);
+	if (err)
+		return err;
+	if (p->n_rows == 0)
+		return 0;
+	if (p->req_rows[0] != 0 || p->req_rows[p->n_req] != p->n_rows)
+		return -EINVAL;
+	for (int i = 0; i < p->n_req; i++)
+		if ((err = check_request(p, i)))
+			return err;
+
+	size_t need = cpu_scratch(p);
+	void *mem = p->scratch, *own = NULL;
+	if (!mem || p->scratch_bytes < need) {
+		if (!(own = malloc(need)))
+			return -ENOMEM;
+		mem = own;
+	}
+	size_t lim_all = (size_t)p->max_limit;
+	float *scores = mem; /* [max_rows][max_limit] */
+	uint64_t *keys = (uint64_t *)(((uintptr_t)(scores + lim_all * p->max_rows) + 7) & ~(uintptr_t)7);
+	size_t eb = strata_index_entry_bytes(p->fmt), page_bytes = (size_t)p->B * eb;
+	float qf[STRATA_INDEXER_MAX_ROWS][8 * IDX_DIM]; /* 8 heads of q at a time, as floats */
+	float kv[IDX_DIM], z[8];
+
+	for (int req = 0; req < p->n_req; req++) {
+		int r0 = p->req_rows[req], nr = p->req_rows[req + 1] - r0, maxlim = 0;
+		for (int i = 0; i < nr; i++) {
+			int lim = p->row_limit[r0 + i];
+			if (lim <= p->topk)
+				emit_all(p, r0 + i, lim);
+			else if (lim > maxlim)
+				maxlim = lim;
+		}
+		if (!maxlim)
+			continue;
+		for (int i = 0; i < nr; i++)
+			memset(scores + (size_t)i * lim_all, 0, (size_t)maxlim * sizeof(float));
+		/* Head groups of 8 keep the converted queries in L1; keys are re-read per
+		 * group (page bytes are small next to the 8 x 128 x rows multiply-adds). */
+		for (int h0 = 0; h0 < p->heads; h0 += 8) {
+			int nh = p->heads - h0 < 8 ? p->heads - h0 : 8;
+			for (int i = 0; i < nr; i++)
+				for (int h = 0; h < nh; h++)
+					for (int d = 0; d < IDX_DIM; d++)
+						qf[i][h * IDX_DIM + d] = codec_bf16_decode(
+							p->q[((size_t)(r0 + i) * p->heads + h0 + h) * IDX_DIM + d]);
+			for (int j = 0; j < maxlim; j++) {
+				int32_t page = p->page_table[(size_t)req * p->max_pages + j / p->B];
+				if (page < 0) {
+					free(own);
+					return -EINVAL;
+				}
+				float ks;
+				idx_key_dequant(p->fmt, p->pages + (size_t)page * page_bytes, p->B,
+						j % p->B, kv, &ks);
+				for (int i = 0; i < nr; i++) {
+					int lim = p->row_limit[r0 + i];
+					if (lim <= p->topk || j >= lim)
+						continue;
+					const float *w = p->w + (size_t)(r0 + i) * p->heads + h0;
+					for (int h = 0; h < nh; h++)
+						z[h] = dot128(&qf[i][h * IDX_DIM], kv);
+					float acc = scores[(size_t)i * lim_all + j];
+					for (int h = 0; h < nh; h++)
+						acc += w[h] * (z[h] > 0.0f ? z[h] : 0.0f) * ks;
+					scores[(size_t)i * lim_all + j] = acc;
+				}
+			}
+		}
+		for (int i = 0; i < nr; i++) {
+			int lim = p->row_limit[r0 + i];
+			if (lim > p->topk)
+				emit_selected(p, r0 + i, lim, scores + (size_t)i * lim_all, keys);
+		}
+	}
+	free(own);
+	return 0;
+}
+
+#ifndef STRATA_HAVE_CUDA
+/* The benchmark baselines are GPU kernels; without CUDA they are absent. */
+int strata_idxbase_create(strata_dev *dev, strata_idxbase **out)
+{
+	(void)dev;
+	if (out)
+		*out = NULL;
+	return STRATA_E_UNSUPPORTED;
+}
+void strata_idxbase_destroy(strata_idxbase *b)
+{
+	(void)b;
+}
+int strata_idxbase_stream_read(strata_idxbase *b, const void *p, size_t bytes, strata_stream *s)
+{
+	(void)b, (void)p, (void)bytes, (void)s;
+	return STRATA_E_UNSUPPORTED;
+}
+int strata_idxbase_gemm(strata_idxbase *b, int batch, int m, int n, int k, const uint16_t *a,
+			long long stride_a, const uint16_t *bm, long long stride_b, float *c,
+			long long stride_c, strata_stream *s)
+{
+	(void)b, (void)batch, (void)m, (void)n, (void)k, (void)a, (void)stride_a, (void)bm;
+	(void)stride_b, (void)c, (void)stride_c, (void)s;
+	return STRATA_E_UNSUPPORTED;
+}
+int strata_idxbase_naive(strata_idxbase *b, const strata_indexer_params *p, strata_stream *s)
+{
+	(void)b, (void)p, (void)s;
+	return STRATA_E_UNSUPPORTED;
+}
+int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, int n)
+{
+	(void)b, (void)row, (void)out, (void)n;
+	return STRATA_E_UNSUPPORTED;
+}
+#endif

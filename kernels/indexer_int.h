@@ -1,0 +1,159 @@
+/*
+ * Private to kernels/: the indexer's pieces shared by the CPU twin (indexer_cpu.c),
+ * the GPU kernels (indexer.cu) and the unit tests: key dequantisation, the register
+ * layout the tensor-core scan uses, score ordering, and the GPU scratch layout.
+ *
+ * Register layout of the GPU scan (mma.sync m16n8k16, keys are the B operand). In a
+ * key fragment, lane quarter c = lane % 4 owns a contiguous quarter of the key's
+ * payload: MXFP4 bytes [16c, 16c+16) (exactly scale group c), FP8 bytes [32c, 32c+32).
+ * It expands that quarter into 16 bf16 pairs with a few shifts and masks (no table),
+ * and pair p feeds k-step p / 2 (b0 for even p, b1 for odd p). The dot product does
+ * not care in which order dims are summed, so the query is stored permuted to match:
+ * dim d sits at logical position idx_kl_of_dim(fmt, d) of the mma's k axis.
+ */
+#ifndef STRATA_KERNELS_INDEXER_INT_H
+#define STRATA_KERNELS_INDEXER_INT_H
+
+#include "kernels/codec.h"
+#include "kernels/kernels.h"
+
+#define IDX_DIM 128
+
+/* ---- exact dequantisation (CPU twin; the values are bf16-exact) ------------------- */
+
+/* Key `off` of a page in the reference layout: values to v[128], fp32 scale to *s
+ * (FP8's per-vector scale; 1 for MXFP4, whose group scales are folded into v). */
+STRATA_HD void idx_key_dequant(strata_index_fmt fmt, const uint8_t *page, int B, int off,
+			       float *v, float *s)
+{
+	if (fmt == STRATA_INDEX_MXFP4) {
+		const uint8_t *pay = page + (size_t)off * 64;
+		const uint8_t *sc = page + (size_t)B * 64 + (size_t)off * 4;
+		for (int d = 0; d < IDX_DIM; d++) {
+			uint8_t b = pay[d >> 1];
+			uint8_t code = (d & 1) ? (uint8_t)(b >> 4) : (uint8_t)(b & 15);
+			v[d] = codec_e2m1_decode(code) * codec_ue8m0_decode(sc[d >> 5]);
+		}
+		*s = 1.0f;
+	} else {
+		const uint8_t *pay = page + (size_t)off * 128;
+		for (int d = 0; d < IDX_DIM; d++)
+			v[d] = codec_e4m3_decode(pay[d]);
+		memcpy(s, page + (size_t)B * 128 + (size_t)off * 4, sizeof *s);
+	}
+}
+
+/* ---- GPU register layout (kept here so the CPU tests can check it) ------------------ */
+
+/* MXFP4: nibbles i (low half) and i+4 (high half) of a payload word as bf16x2 bits;
+ * the values are e2m1 * 2^-126 (the shift puts the 3 code bits into the exponent's
+ * low bits and the mantissa's top bit; code 1 = 0.5 lands on a bf16 subnormal). */
+STRATA_HD uint32_t idx_fp4_pair_bits(uint32_t word, int i)
+{
+	uint32_t x = word >> (4 * i);
+	return ((x << 6) & 0x01C001C0u) | ((x << 12) & 0x80008000u);
+}
+#define IDX_FP4_PAIR_SCALE_BITS 0x7E80u /* bf16 2^126 undoes the shift */
+
+/* FP8: bytes sub (low half) and sub+2 (high half) of a payload word as bf16x2 bits;
+ * the values are e4m3 * 2^-120 (e4m3 subnormals land on bf16 subnormals). */
+STRATA_HD uint32_t idx_fp8_pair_bits(uint32_t word, int sub)
+{
+	if (sub)
+		return ((word >> 4) & 0x07F007F0u) | (word & 0x80008000u);
+	return ((word << 4) & 0x07F007F0u) | ((word << 8) & 0x80008000u);
+}
+#define IDX_FP8_PAIR_SCALE_BITS 0x7B80u /* bf16 2^120 */
+
+/* Key dim of pair p's half h (0 low, 1 high) in quarter c. */
+STRATA_HD int idx_dim_of_pair(strata_index_fmt fmt, int c, int p, int h)
+{
+	if (fmt == STRATA_INDEX_MXFP4) /* word p/4 = dims 32c + 8(p/4) + 0..7 */
+		return 32 * c + 8 * (p >> 2) + (p & 3) + 4 * h;
+	return 32 * c + 4 * (p >> 1) + (p & 1) + 2 * h; /* word p/2 = dims 32c + 4(p/2) + 0..3 */
+}
+
+/* Logical mma k position (16 * k-step + position in the step) of pair p's half h in
+ * quarter c: b0 (even p) holds k = 2c + h, b1 (odd p) holds k = 8 + 2c + h. */
+STRATA_HD int idx_kl_of_pair(int c, int p, int h)
+{
+	return 16 * (p >> 1) + ((p & 1) ? 8 : 0) + 2 * c + h;
+}
+
+/* Inverse: the logical position of key dim d. */
+STRATA_HD int idx_kl_of_dim(strata_index_fmt fmt, int d)
+{
+	int c = d >> 5, rem = d & 31, p, h;
+	if (fmt == STRATA_INDEX_MXFP4) {
+		p = 4 * (rem >> 3) + (rem & 3);
+		h = (rem >> 2) & 1;
+	} else {
+		p = 2 * (rem >> 2) + (rem & 1);
+		h = (rem >> 1) & 1;
+	}
+	return idx_kl_of_pair(c, p, h);
+}
+
+/* ---- ordering ------------------------------------------------------------------------ */
+
+/* Order-preserving map of a float to uint32 (-0 and +0 equal). */
+STRATA_HD uint32_t idx_ord32(float f)
+{
+	uint32_t u = codec_f2u(f);
+	if ((u & 0x7fffffffu) == 0)
+		return 0x80000000u;
+	return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* Unique selection key: higher score first, then lower id. */
+STRATA_HD uint64_t idx_key64(float score, int32_t id)
+{
+	return ((uint64_t)idx_ord32(score) << 32) | (uint64_t)(0xffffffffu - (uint32_t)id);
+}
+
+/* ---- GPU scratch layout (host computes it, kernels use it) ------------------------ */
+
+#define IDX_BINS 2048         /* first-pass histogram buckets (fp16 of the score) */
+#define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
+
+typedef struct idx_gpu_layout {
+	size_t score_stride;  /* floats per row */
+	size_t cand_cap;      /* candidates per row */
+	size_t off_hist, off_count, off_sel, off_cand, off_scores;
+	size_t total;
+	size_t zero_bytes;    /* [0, zero_bytes) must be zero before the scan */
+} idx_gpu_layout;
+
+static inline size_t idx_align(size_t x)
+{
+	return (x + 255) & ~(size_t)255;
+}
+
+static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_layout *l)
+{
+	size_t rows = (size_t)(p->n_rows > 0 ? p->n_rows : 0);
+	size_t lim = (size_t)(p->max_limit > 0 ? p->max_limit : 0);
+	l->score_stride = (lim + 63) & ~(size_t)63;
+	l->cand_cap = lim < IDX_CAND_CAP ? lim : IDX_CAND_CAP;
+	l->off_hist = 0;
+	l->off_count = idx_align(rows * IDX_BINS * 4);
+	l->zero_bytes = l->off_count + idx_align(rows * 2 * 4);
+	l->off_sel = l->zero_bytes;
+	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 4);
+	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);
+	l->total = l->off_scores + idx_align(rows * l->score_stride * 4);
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Checks the host fields both backends share; 0 or -EINVAL. */
+int idx_check_params(const strata_indexer_params *p);
+#ifdef STRATA_HAVE_CUDA
+int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
+#endif
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,270 @@
+/* Reference engine on the CPU backend: compressor known cases, chunked == one-shot
+ * prefill, and HiSparse / swap-in outputs bit-identical to all-resident. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+
+#include "testutil.h"
+#include "engine/engine.h"
+#include "engine/ref_int.h"
+
+static strata_dev *open_cpu(void)
+{
+	strata_dev_config c = STRATA_DEV_CONFIG_INIT;
+	c.backend = STRATA_BACKEND_CPU;
+	strata_dev *d = NULL;
+	ck_assert_int_eq(strata_dev_open(&c, &d), 0);
+	return d;
+}
+
+/* Independent C4/C128 compressor over a full history: entry p div ratio at (p+1) %
+ * ratio == 0 from rows p-coff*ratio+1 .. p (C4: the older group gives dims [0,d),
+ * the newer [d,2d)); rows before position 0 have score -inf. */
+static void check_compressor(int ratio, int d, int n_pos)
+{
+	ref_comp c;
+	ck_assert_int_eq(ref_comp_init(&c, ratio, d, 77), 0);
+	float *state = malloc(sizeof(float) * ref_comp_state_floats(&c));
+	ref_comp_state_reset(&c, state);
+	int kvn = c.coff * d;
+	float *hist = malloc(sizeof(float) * (size_t)n_pos * 2 * kvn);
+	float *h = malloc(sizeof(float) * (size_t)n_pos * REF_HID);
+	uint64_t s = 5;
+	for (int i = 0; i < n_pos * REF_HID; i++)
+		h[i] = tu_uniform(&s);
+	double freqs[32];
+	ref_rope_freqs(freqs);
+	float *got = malloc(sizeof(float) * d), *want = malloc(sizeof(float) * d);
+	int emitted = 0;
+	for (int p = 0; p < n_pos; p++) {
+		/* the row: kv = W[0:kvn] h, score = W[kvn:2kvn] h + ape[p % ratio] */
+		for (int i = 0; i < 2 * kvn; i++) {
+			float acc = 0.0f;
+			for (int j = 0; j < REF_HID; j++)
+				acc += c.w[(size_t)i * REF_HID + j] * h[p * REF_HID + j];
+			hist[(size_t)p * 2 * kvn + i] = acc + (i >= kvn ? c.ape[(p % ratio) * kvn + i - kvn] : 0.0f);
+		}
+		int e = ref_comp_push(&c, state, h + p * REF_HID, p, freqs, got);
+		ck_assert_int_eq(e, (p + 1) % ratio == 0);
+		if (!e)
+			continue;
+		emitted++;
+		for (int i = 0; i < d; i++) {
+			float m = -INFINITY, z = 0.0f, acc = 0.0f;
+			for (int pass = 0; pass < 2; pass++)
+				for (int q = p - c.coff * ratio + 1; q <= p; q++) {
+					if (q < 0)
+						continue; /* score -inf: no weight */
+					int off = (c.coff == 2 && q > p - ratio) ? d + i : i;
+					float sc = hist[(size_t)q * 2 * kvn + kvn + off];
+					if (pass == 0) {
+						m = fmaxf(m, sc);
+					} else {
+						float w = expf(sc - m);
+						z += w;
+						acc += w * hist[(size_t)q * 2 * kvn + off];
+					}
+				}
+			want[i] = acc / z;
+		}
+		ref_rmsnorm(want, d, c.norm_w);
+		ref_rope(want + d - 64, freqs, p + 1 - ratio);
+		for (int i = 0; i < d; i++)
+			ck_assert_msg(fabsf(got[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])),
+				      "ratio %d p %d dim %d: %g vs %g", ratio, p, i, got[i], want[i]);
+	}
+	ck_assert_int_eq(emitted, n_pos / ratio);
+	free(state);
+	free(hist);
+	free(h);
+	free(got);
+	free(want);
+	ref_comp_free(&c);
+}
+
+START_TEST(compressor_c4)
+{
+	check_compressor(4, 512, 23);
+	check_compressor(4, 128, 13);
+}
+END_TEST
+
+START_TEST(compressor_c128)
+{
+	check_compressor(128, 512, 300);
+}
+END_TEST
+
+START_TEST(hadamard_and_rope)
+{
+	float x[128], y[128];
+	uint64_t s = 3;
+	for (int i = 0; i < 128; i++)
+		x[i] = y[i] = tu_uniform(&s);
+	ref_hadamard128(y);
+	ref_hadamard128(y); /* H/sqrt(n) is its own inverse */
+	for (int i = 0; i < 128; i++)
+		ck_assert_float_eq_tol(y[i], x[i], 1e-5f);
+	double f[32];
+	ref_rope_freqs(f);
+	ck_assert_double_eq(f[0], 1.0); /* highest frequency kept */
+	ck_assert_double_eq_tol(f[31], pow(160000.0, -62.0 / 64.0) / 16.0, 1e-18); /* lowest / 16 */
+	float r[64];
+	memcpy(r, x, sizeof r);
+	ref_rope(r, f, 0);
+	ck_assert_mem_eq(r, x, sizeof r); /* position 0: identity */
+	ref_rope(r, f, 1000);
+	float n0 = 0, n1 = 0;
+	for (int i = 0; i < 64; i++) {
+		n0 += x[i] * x[i];
+		n1 += r[i] * r[i];
+	}
+	ck_assert_float_eq_tol(n0, n1, 1e-4f); /* a rotation */
+}
+END_TEST
+
+static strata_ref_engine *make(strata_dev *d, strata_ref_mode mode, int n_req, int hot,
+			       uint64_t seed, strata_ref_inputs in)
+{
+	strata_ref_config c = STRATA_REF_CONFIG_INIT;
+	ck_assert_int_eq(strata_model_preset("tiny", &c.model), 0);
+	c.mode = mode;
+	c.n_req = n_req;
+	c.max_ctx = 2048;
+	c.hot_slots = hot;
+	c.seed = seed;
+	c.inputs = in;
+	strata_ref_engine *e = NULL;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), 0);
+	return e;
+}
+
+static void run(strata_ref_engine *e, int n_req, int steps)
+{
+	for (int r = 0; r < n_req; r++)
+		ck_assert_int_eq(strata_ref_engine_prefill(e, r, 700 + 211 * r), 0);
+	for (int i = 0; i < steps; i++)
+		ck_assert_int_eq(strata_ref_engine_decode_step(e), 0);
+}
+
+static void modes_identical(strata_ref_inputs in)
+{
+	strata_dev *d = open_cpu();
+	enum { R = 3, STEPS = 24 };
+	int topk = 64;
+	strata_ref_engine *a = make(d, STRATA_REF_ALL_RESIDENT, R, 0, 11, in);
+	/* A hot cache barely larger than one step's selections: evictions every step. */
+	strata_ref_engine *b = make(d, STRATA_REF_HISPARSE, R, R * topk + 40, 11, in);
+	strata_ref_engine *c = make(d, STRATA_REF_SWAPIN, R, 0, 11, in);
+	run(a, R, STEPS);
+	run(b, R, STEPS);
+	run(c, R, STEPS);
+	int ns, nl, ns2, nl2;
+	const uint64_t *ha = strata_ref_engine_hashes(a, &ns, &nl);
+	const uint64_t *hb = strata_ref_engine_hashes(b, &ns2, &nl2);
+	ck_assert_int_eq(ns, STEPS);
+	ck_assert_int_eq(ns2, STEPS);
+	ck_assert_int_eq(nl, 6);
+	for (int i = 0; i < ns * nl; i++)
+		ck_assert_msg(ha[i] == hb[i], "step %d layer %d differs", i / nl, i % nl);
+	ck_assert_uint_eq(strata_ref_engine_digest(a), strata_ref_engine_digest(c));
+	/* Outputs change from step to step (the test is not vacuous). */
+	ck_assert(ha[0 * nl + 1] != ha[1 * nl + 1]);
+	/* The selection is a real top-k (fewer than the candidates) and agrees. */
+	const int32_t *sa = strata_ref_engine_selection(a, 1, 0);
+	const int32_t *sb = strata_ref_engine_selection(b, 1, 0);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_mem_eq(sa, sb, sizeof(int32_t) * topk);
+	ck_assert_int_ge(sa[topk - 1], topk); /* not simply 0..k-1 */
+	strata_ref_stats st;
+	strata_ref_engine_stats(b, &st);
+	ck_assert_uint_gt(st.misses, 0);
+	ck_assert_uint_gt(st.hits, 0);
+	ck_assert_uint_lt(st.device_bytes, st.host_bytes + st.device_bytes);
+	strata_ref_stats sa_st;
+	strata_ref_engine_stats(a, &sa_st);
+	ck_assert_uint_lt(st.device_bytes, sa_st.device_bytes);
+	ck_assert_uint_eq(sa_st.host_bytes, 0);
+	if (in == STRATA_REF_STRUCTURED)
+		ck_assert_msg(st.hits * 4 > st.hits + st.misses, "hit rate %.2f too low for drifting inputs",
+			      (double)st.hits / (double)(st.hits + st.misses));
+	strata_ref_engine_destroy(a);
+	strata_ref_engine_destroy(b);
+	strata_ref_engine_destroy(c);
+	strata_dev_close(d);
+}
+
+START_TEST(hisparse_identical_structured)
+{
+	modes_identical(STRATA_REF_STRUCTURED);
+}
+END_TEST
+
+START_TEST(hisparse_identical_uniform)
+{
+	modes_identical(STRATA_REF_UNIFORM);
+}
+END_TEST
+
+START_TEST(chunked_prefill_identical)
+{
+	strata_dev *d = open_cpu();
+	strata_ref_engine *a = make(d, STRATA_REF_ALL_RESIDENT, 1, 0, 5, STRATA_REF_STRUCTURED);
+	strata_ref_engine *b = make(d, STRATA_REF_ALL_RESIDENT, 1, 0, 5, STRATA_REF_STRUCTURED);
+	ck_assert_int_eq(strata_ref_engine_prefill(a, 0, 1000), 0);
+	static const int chunks[] = { 1, 3, 100, 255, 128, 129, 384 };
+	int total = 0;
+	for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
+		ck_assert_int_eq(strata_ref_engine_prefill(b, 0, chunks[i]), 0);
+		total += chunks[i];
+	}
+	ck_assert_int_eq(total, 1000);
+	ck_assert_int_eq(strata_ref_engine_length(b, 0), 1000);
+	uint64_t ha = strata_ref_engine_cache_hash(a, 0);
+	ck_assert_uint_ne(ha, 0);
+	ck_assert_uint_eq(ha, strata_ref_engine_cache_hash(b, 0));
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(strata_ref_engine_decode_step(a), 0);
+		ck_assert_int_eq(strata_ref_engine_decode_step(b), 0);
+	}
+	ck_assert_uint_eq(strata_ref_engine_digest(a), strata_ref_engine_digest(b));
+	/* One more token changes the cache: the hash sees it. */
+	ck_assert_int_eq(strata_ref_engine_prefill(b, 0, 1), 0);
+	ck_assert_uint_ne(strata_ref_engine_cache_hash(a, 0), strata_ref_engine_cache_hash(b, 0));
+	strata_ref_engine_destroy(a);
+	strata_ref_engine_destroy(b);
+	strata_dev_close(d);
+}
+END_TEST
+
+START_TEST(seed_changes_outputs)
+{
+	strata_dev *d = open_cpu();
+	strata_ref_engine *a = make(d, STRATA_REF_ALL_RESIDENT, 1, 0, 1, STRATA_REF_STRUCTURED);
+	strata_ref_engine *b = make(d, STRATA_REF_ALL_RESIDENT, 1, 0, 2, STRATA_REF_STRUCTURED);
+	run(a, 1, 2);
+	run(b, 1, 2);
+	ck_assert_uint_ne(strata_ref_engine_digest(a), strata_ref_engine_digest(b));
+	ck_assert_int_eq(strata_ref_engine_prefill(a, 0, 4096), -ENOSPC);
+	strata_ref_engine_destroy(a);
+	strata_ref_engine_destroy(b);
+	strata_ref_engine_destroy(NULL);
+	strata_dev_close(d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("engine_exact");
+	TCase *tc = tcase_create("cpu");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, compressor_c4);
+	tcase_add_test(tc, compressor_c128);
+	tcase_add_test(tc, hadamard_and_rope);
+	tcase_add_test(tc, hisparse_identical_structured);
+	tcase_add_test(tc, hisparse_identical_uniform);
+	tcase_add_test(tc, chunked_prefill_identical);
+	tcase_add_test(tc, seed_changes_outputs);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}

@@ -1,0 +1,548 @@
+/* The NVMe store's I/O path: one io_uring, a staging slot per in-flight operation,
+ * and the fault seams (submission, completion, extent allocation).
+ *
+ * Every record moves through an aligned buffer: the staging slot (registered with
+ * io_uring, so READ_FIXED/WRITE_FIXED skip the per-I/O page pinning) or, for records
+ * past slot_bytes, a temporary aligned buffer. A write builds [header][payload][zero
+ * pad] there; a read lands there, is checked (header, then the payload's XXH3-64) and
+ * only then copied out, so suspect bytes never reach the caller.
+ *
+ * Completion is where results are decided: a negative res is the operation's -errno, a
+ * short res is STRATA_E_SHORTIO, a failed write gives its extent back. Nothing a failed
+ * operation does can touch another record: its extent was its own from submission on.
+ *
+ * Finished user ops wait in a FIFO until strata_nvme_reap() hands them back; the
+ * synchronous calls run an op of their own through the same path and wait for it
+ * alone, leaving other finished ops queued. */
+#define _GNU_SOURCE
+#include "nvme_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+uint64_t nvme_hdr_checksum(const nvme_rec_hdr *h)
+{
+	return XXH3_64bits(h, offsetof(nvme_rec_hdr, hdr_xxh3));
+}
+
+uint64_t strata_nvme_record_bytes(uint64_t len)
+{
+	return (len + STRATA_NVME_HEADER_BYTES + STRATA_NVME_BLOCK - 1) / STRATA_NVME_BLOCK *
+	       STRATA_NVME_BLOCK;
+}
+
+#define MAX_RECORD_PAYLOAD ((uint64_t)1 << 40)
+
+static int push_done(strata_nvme_store *s, strata_nvme_op *op)
+{
+	if (s->done_n == s->done_cap) {
+		size_t cap = s->done_cap ? s->done_cap * 2 : 64;
+		strata_nvme_op **v = malloc(cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->done_n; i++)
+			v[i] = s->done[(s->done_head + i) % s->done_cap];
+		free(s->done);
+		s->done = v;
+		s->done_cap = cap;
+		s->done_head = 0;
+	}
+	s->done[(s->done_head + s->done_n++) % s->done_cap] = op;
+	return 0;
+}
+
+/* An op finished without reaching the device, or after. */
+static void finish(strata_nvme_store *s, strata_nvme_op *op, int *done, int result)
+{
+	op->result = result;
+	if (done) {
+		*done = 1;
+	} else if (push_done(s, op)) {
+		/* Can't queue it: the caller would never see it come back. Keep the error
+		 * visible and loud; this needs malloc to fail for 64+ pointers. */
+		STRATA_LOG(STRATA_LOG_ERROR, STRATA_SUB_TIERS, "nvme: lost a completion (no memory)");
+	}
+}
+
+static void slot_release(strata_nvme_store *s, int i)
+{
+	nvme_slot *sl = &s->slots[i];
+	free(sl->tmp);
+	memset(sl, 0, sizeof *sl);
+	s->free_slots[s->nfree_slots++] = i;
+}
+
+/* Queue slot i's transfer on the ring. The SUBMIT seam sits here: an injected fault
+ * fails the op before its SQE exists. */
+static int queue_slot(strata_nvme_store *s, int i)
+{
+	nvme_slot *sl = &s->slots[i];
+	int err = fault_hit(&s->fault, STRATA_FAULT_SUBMIT);
+	if (err) {
+		s->st.faults_fired++;
+		return err;
+	}
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+	if (!sqe)
+		return -EBUSY; /* can't happen: one SQE per slot, qd slots, qd SQ entries */
+	int fd = s->reg_file ? 0 : s->fd;
+	bool fixed = s->reg_bufs && sl->buf >= s->staging &&
+		     sl->buf < s->staging + (size_t)s->qd * s->slot_bytes;
+	switch (sl->kind) {
+	case SLOT_READ:
+	case SLOT_RAW:
+		if (fixed)
+			io_uring_prep_read_fixed(sqe, fd, sl->buf, (unsigned)sl->bytes, sl->offset, 0);
+		else
+			io_uring_prep_read(sqe, fd, sl->buf, (unsigned)sl->bytes, sl->offset);
+		break;
+	case SLOT_WRITE:
+		if (fixed)
+			io_uring_prep_write_fixed(sqe, fd, sl->buf, (unsigned)sl->bytes, sl->offset, 0);
+		else
+			io_uring_prep_write(sqe, fd, sl->buf, (unsigned)sl->bytes, sl->offset);
+		break;
+	default:
+		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		break;
+	}
+	if (s->reg_file)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, (uint64_t)i);
+	s->in_kernel++;
+	return 0;
+}
+
+static int take_slot(strata_nvme_store *s, uint64_t bytes, int kind)
+{
+	if (!s->nfree_slots)
+		return -EAGAIN;
+	int i = s->free_slots[--s->nfree_slots];
+	nvme_slot *sl = &s->slots[i];
+	memset(sl, 0, sizeof *sl);
+	sl->kind = kind;
+	sl->busy = true;
+	if (kind == SLOT_SYNC || kind == SLOT_RAW)
+		return i;
+	if (bytes <= s->slot_bytes) {
+		sl->buf = s->staging + (size_t)i * s->slot_bytes;
+	} else if (posix_memalign((void **)&sl->tmp, STRATA_NVME_BLOCK, bytes)) {
+		sl->tmp = NULL;
+		slot_release(s, i);
+		return -ENOMEM;
+	} else {
+		sl->buf = sl->tmp;
+	}
+	return i;
+}
+
+static bool read_handle_ok(const strata_nvme_store *s, const strata_page_handle *h)
+{
+	if (h->tier != STRATA_TIER_NVME || h->location % STRATA_NVME_BLOCK ||
+	    h->location < STRATA_NVME_BLOCK || !h->length || h->length > MAX_RECORD_PAYLOAD)
+		return false;
+	uint64_t rb = strata_nvme_record_bytes(h->length);
+	return h->location <= s->capacity && rb <= s->capacity - h->location;
+}
+
+/* Start one READ or WRITE op. Returns 1 when it went to the ring, 0 when it finished at
+ * once (result set, queued or flagged), -EAGAIN when no slot is free (nothing done). */
+static int start_op(strata_nvme_store *s, strata_nvme_op *op, int *done)
+{
+	int err = 0, i = -1;
+	if (op->kind == STRATA_NVME_OP_WRITE) {
+		if (!op->buf || !op->len || op->len > MAX_RECORD_PAYLOAD) {
+			err = -EINVAL;
+			goto fail;
+		}
+		if (s->recovering) {
+			err = -EBUSY;
+			goto fail;
+		}
+		uint64_t rb = strata_nvme_record_bytes(op->len);
+		if (!s->nfree_slots)
+			return -EAGAIN;
+		if (s->st.used_bytes + rb > s->st.capacity_bytes) {
+			s->st.full_failures++;
+			err = -ENOSPC;
+			goto fail;
+		}
+		if (s->st.used_bytes + rb > s->budget) {
+			s->st.budget_failures++;
+			err = STRATA_E_BUDGET;
+			goto fail;
+		}
+		if ((err = fault_hit(&s->fault, STRATA_FAULT_ALLOC))) {
+			s->st.faults_fired++;
+			goto fail;
+		}
+		uint64_t start;
+		if ((err = extents_alloc(&s->ext, rb / STRATA_NVME_BLOCK, &start))) {
+			if (err == -ENOSPC)
+				s->st.full_failures++;
+			goto fail;
+		}
+		s->st.used_bytes += rb;
+		op->handle = (strata_page_handle){ .tier = STRATA_TIER_NVME,
+						   .location = start * STRATA_NVME_BLOCK,
+						   .length = op->len };
+		i = take_slot(s, rb, SLOT_WRITE);
+		if (i < 0) {
+			err = i;
+			goto fail_extent;
+		}
+		nvme_slot *sl = &s->slots[i];
+		sl->op = op;
+		sl->done = done;
+		sl->offset = start * STRATA_NVME_BLOCK;
+		sl->bytes = rb;
+		uint64_t sum = XXH3_64bits(op->buf, op->len);
+		nvme_rec_hdr hd = { .magic = NVME_REC_MAGIC, .version = NVME_VERSION,
+				    .hdr_bytes = STRATA_NVME_HEADER_BYTES, .key_lo = op->key.lo,
+				    .key_hi = op->key.hi, .length = op->len, .payload_xxh3 = sum };
+		hd.hdr_xxh3 = nvme_hdr_checksum(&hd);
+		memcpy(sl->buf, &hd, sizeof hd);
+		memcpy(sl->buf + sizeof hd, op->buf, op->len);
+		memset(sl->buf + sizeof hd + op->len, 0, rb - sizeof hd - op->len);
+		op->handle.checksum = sum;
+		if ((err = queue_slot(s, i)))
+			goto fail_extent;
+		return 1;
+	}
+	if (op->kind != STRATA_NVME_OP_READ || !read_handle_ok(s, &op->handle) ||
+	    (op->buf && op->len < op->handle.length)) {
+		err = -EINVAL;
+		goto fail_read;
+	}
+	uint64_t rb = strata_nvme_record_bytes(op->handle.length);
+	i = take_slot(s, rb, SLOT_READ);
+	if (i == -EAGAIN)
+		return -EAGAIN;
+	if (i < 0) {
+		err = i;
+		goto fail_read;
+	}
+	s->slots[i].op = op;
+	s->slots[i].done = done;
+	s->slots[i].offset = op->handle.location;
+	s->slots[i].bytes = rb;
+	if ((err = queue_slot(s, i)))
+		goto fail_read;
+	return 1;
+
+fail_extent:
+	extents_free(&s->ext, op->handle.location / STRATA_NVME_BLOCK,
+		     strata_nvme_record_bytes(op->len) / STRATA_NVME_BLOCK);
+	s->st.used_bytes -= strata_nvme_record_bytes(op->len);
+fail:
+	if (op->kind == STRATA_NVME_OP_WRITE)
+		op->handle = (strata_page_handle){ 0 };
+fail_read:
+	if (op->kind == STRATA_NVME_OP_READ && op->buf && err != -EINVAL)
+		memset(op->buf, 0, op->handle.length < op->len ? op->handle.length : op->len);
+	if (i >= 0)
+		slot_release(s, i);
+	finish(s, op, done, err);
+	return 0;
+}
+
+/* Check a read record in sl->buf and copy it out. */
+static int check_read(strata_nvme_store *s, nvme_slot *sl)
+{
+	strata_nvme_op *op = sl->op;
+	nvme_rec_hdr hd;
+	memcpy(&hd, sl->buf, sizeof hd);
+	if (hd.magic != NVME_REC_MAGIC || hd.version != NVME_VERSION ||
+	    hd.hdr_bytes != STRATA_NVME_HEADER_BYTES || nvme_hdr_checksum(&hd) != hd.hdr_xxh3)
+		return STRATA_E_CORRUPT;
+	if (hd.length != op->handle.length || hd.payload_xxh3 != op->handle.checksum)
+		return STRATA_E_CHECKSUM;
+	if (XXH3_64bits(sl->buf + sizeof hd, hd.length) != hd.payload_xxh3)
+		return STRATA_E_CHECKSUM;
+	op->key = (strata_page_key){ hd.key_lo, hd.key_hi };
+	if (op->buf)
+		memcpy(op->buf, sl->buf + sizeof hd, hd.length);
+	return 0;
+}
+
+static void complete(strata_nvme_store *s, int i, int res)
+{
+	nvme_slot *sl = &s->slots[i];
+	s->in_kernel--;
+	int inj = fault_hit(&s->fault, STRATA_FAULT_COMPLETE);
+	if (inj) {
+		s->st.faults_fired++;
+		if (inj == STRATA_FAULT_SHORT)
+			res = res > 0 ? res / 2 : 0; /* a short transfer: half of what moved */
+		else
+			res = inj;
+	}
+	int err = 0;
+	if (inj == STRATA_FAULT_SHORT && sl->kind == SLOT_SYNC) {
+		err = STRATA_E_SHORTIO; /* no transfer to shorten: report it anyway */
+		s->st.short_io++;
+	} else if (res < 0) {
+		err = res;
+		s->st.io_errors++;
+	} else if (sl->kind != SLOT_SYNC && (uint64_t)res < sl->bytes) {
+		err = STRATA_E_SHORTIO;
+		s->st.short_io++;
+	}
+	if (sl->kind == SLOT_SYNC || sl->kind == SLOT_RAW) {
+		*sl->raw_res = err ? err : res;
+		*sl->done = 1;
+		slot_release(s, i);
+		return;
+	}
+	strata_nvme_op *op = sl->op;
+	int *done = sl->done;
+	if (sl->kind == SLOT_WRITE) {
+		if (err) {
+			extents_free(&s->ext, sl->offset / STRATA_NVME_BLOCK,
+				     sl->bytes / STRATA_NVME_BLOCK);
+			s->st.used_bytes -= sl->bytes;
+			op->handle = (strata_page_handle){ 0 };
+		} else {
+			s->st.writes++;
+			s->st.allocs++;
+			s->st.pages++;
+			s->st.bytes_in += op->len;
+			if (s->st.used_bytes > s->st.peak_bytes)
+				s->st.peak_bytes = s->st.used_bytes;
+		}
+	} else {
+		if (!err) {
+			err = check_read(s, sl);
+			if (err) {
+				s->st.checksum_failures++;
+				STRATA_LOG(STRATA_LOG_WARN, STRATA_SUB_TIERS,
+					   "nvme: record at %llu failed verification: %s",
+					   (unsigned long long)sl->offset, strata_strerror(err));
+			}
+		}
+		if (err) {
+			if (op->buf)
+				memset(op->buf, 0, op->handle.length);
+		} else {
+			s->st.reads++;
+			s->st.bytes_out += op->handle.length;
+		}
+	}
+	slot_release(s, i);
+	finish(s, op, done, err);
+}
+
+/* Submit what is queued, wait for at least one completion, process all that are there. */
+static int wait_some(strata_nvme_store *s)
+{
+	int r = io_uring_submit_and_wait(&s->ring, 1);
+	if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY && r != -ETIME) {
+		STRATA_LOG(STRATA_LOG_ERROR, STRATA_SUB_TIERS, "nvme: io_uring wait: %s",
+			   strata_strerror(r));
+		return r;
+	}
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	io_uring_for_each_cqe(&s->ring, head, cqe)
+	{
+		complete(s, (int)io_uring_cqe_get_data64(cqe), cqe->res);
+		n++;
+	}
+	io_uring_cq_advance(&s->ring, n);
+	return 0;
+}
+
+static void submit_queued(strata_nvme_store *s)
+{
+	/* Errors here are transient (-EAGAIN, -EBUSY, -EINTR): the SQEs stay in the ring
+	 * and the next wait submits them. */
+	int r = io_uring_submit(&s->ring);
+	if (r < 0)
+		STRATA_LOG(STRATA_LOG_DEBUG, STRATA_SUB_TIERS, "nvme: submit deferred: %s",
+			   strata_strerror(r));
+}
+
+/* Lock held: run one op to completion. */
+static int run_op(strata_nvme_store *s, strata_nvme_op *op)
+{
+	int done = 0, r;
+	while ((r = start_op(s, op, &done)) == -EAGAIN)
+		if ((r = wait_some(s)))
+			return r;
+	if (r == 1)
+		submit_queued(s);
+	while (!done)
+		if ((r = wait_some(s)))
+			return r;
+	return op->result;
+}
+
+int nvme_run_raw(strata_nvme_store *s, int kind, uint8_t *buf, uint64_t offset,
+		 uint64_t bytes)
+{
+	int done = 0, res = 0, r;
+	while ((r = take_slot(s, 0, kind)) == -EAGAIN)
+		if ((r = wait_some(s)))
+			return r;
+	int i = r;
+	nvme_slot *sl = &s->slots[i];
+	sl->done = &done;
+	sl->raw_res = &res;
+	sl->buf = buf;
+	sl->offset = offset;
+	sl->bytes = bytes;
+	if ((r = queue_slot(s, i))) {
+		slot_release(s, i);
+		return r;
+	}
+	submit_queued(s);
+	while (!done)
+		if ((r = wait_some(s)))
+			return r;
+	return res;
+}
+
+void nvme_drain(strata_nvme_store *s)
+{
+	while (s->in_kernel > 0)
+		if (wait_some(s))
+			break;
+}
+
+int strata_nvme_write(strata_nvme_store *s, const strata_page_key *key, const void *buf,
+		      size_t len, strata_page_handle *h)
+{
+	if (!s || !h)
+		return -EINVAL;
+	strata_nvme_op op = { .kind = STRATA_NVME_OP_WRITE, .buf = (void *)buf, .len = len };
+	if (key)
+		op.key = *key;
+	pthread_mutex_lock(&s->mu);
+	int err = run_op(s, &op);
+	pthread_mutex_unlock(&s->mu);
+	*h = op.handle;
+	return err;
+}
+
+int strata_nvme_read(strata_nvme_store *s, const strata_page_handle *h, void *buf,
+		     size_t buf_len)
+{
+	if (!s || !h || !buf)
+		return -EINVAL;
+	strata_nvme_op op = { .kind = STRATA_NVME_OP_READ, .buf = buf, .len = buf_len,
+			      .handle = *h };
+	pthread_mutex_lock(&s->mu);
+	int err = run_op(s, &op);
+	pthread_mutex_unlock(&s->mu);
+	return err;
+}
+
+int strata_nvme_verify(strata_nvme_store *s, const strata_page_handle *h, strata_page_key *key)
+{
+	if (!s || !h)
+		return -EINVAL;
+	strata_nvme_op op = { .kind = STRATA_NVME_OP_READ, .handle = *h };
+	pthread_mutex_lock(&s->mu);
+	int err = run_op(s, &op);
+	pthread_mutex_unlock(&s->mu);
+	if (!err && key)
+		*key = op.key;
+	return err;
+}
+
+int strata_nvme_sync(strata_nvme_store *s)
+{
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&s->mu);
+	int r = nvme_run_raw(s, SLOT_SYNC, NULL, 0, 0);
+	pthread_mutex_unlock(&s->mu);
+	return r < 0 ? r : 0;
+}
+
+int strata_nvme_free(strata_nvme_store *s, const strata_page_handle *h)
+{
+	if (!s || !h || !read_handle_ok(s, h))
+		return -EINVAL;
+	uint64_t rb = strata_nvme_record_bytes(h->length);
+	pthread_mutex_lock(&s->mu);
+	int err = s->recovering ? -EBUSY
+				: extents_free(&s->ext, h->location / STRATA_NVME_BLOCK,
+					       rb / STRATA_NVME_BLOCK);
+	if (!err) {
+		s->st.used_bytes -= rb;
+		s->st.pages--;
+		s->st.frees++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return err;
+}
+
+int strata_nvme_submit(strata_nvme_store *s, strata_nvme_op *const *ops, int n)
+{
+	if (!s || !ops || n < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&s->mu);
+	int taken = 0, queued = 0;
+	for (; taken < n; taken++) {
+		if (!ops[taken]) {
+			if (!taken)
+				taken = -EINVAL;
+			break;
+		}
+		int r = start_op(s, ops[taken], NULL);
+		if (r == -EAGAIN)
+			break;
+		queued += r;
+	}
+	if (queued)
+		submit_queued(s);
+	pthread_mutex_unlock(&s->mu);
+	return taken;
+}
+
+int strata_nvme_reap(strata_nvme_store *s, int min, strata_nvme_op **done, int max)
+{
+	if (!s || min < 0 || max < 0 || (max && !done))
+		return -EINVAL;
+	int err = 0, n = 0;
+	pthread_mutex_lock(&s->mu);
+	if (min > max)
+		min = max;
+	while ((int)s->done_n < min && s->in_kernel > 0)
+		if ((err = wait_some(s)))
+			goto out;
+	if (!min && s->in_kernel > 0) {
+		/* Collect whatever has completed, without waiting. */
+		struct io_uring_cqe *cqe;
+		submit_queued(s);
+		unsigned head, c = 0;
+		io_uring_for_each_cqe(&s->ring, head, cqe)
+		{
+			complete(s, (int)io_uring_cqe_get_data64(cqe), cqe->res);
+			c++;
+		}
+		io_uring_cq_advance(&s->ring, c);
+	}
+	for (; n < max && s->done_n; n++) {
+		done[n] = s->done[s->done_head];
+		s->done_head = (s->done_head + 1) % s->done_cap;
+		s->done_n--;
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	return err ? err : n;
+}
+
+int strata_nvme_inflight(const strata_nvme_store *s)
+{
+	if (!s)
+		return 0;
+	strata_nvme_store *m = (strata_nvme_store *)s;
+	pthread_mutex_lock(&m->mu);
+	int n = m->in_kernel + (int)m->done_n;
+	pthread_mutex_unlock(&m->mu);
+	return n;
+}
