@@ -95,7 +95,7 @@ static int bench_lookup(bench_out *out, const bench_opts *o, const char *dir)
 /* The NVMe store's own bandwidth on this device: 1 MiB records, queue full. */
 static int nvme_limit(const char *dir, uint64_t bytes, double *wr, double *rd)
 {
-	char path[4096];
+	char path[8192];
 	snprintf(path, sizeof path, "%s/limit.strata", dir);
 	strata_nvme_config cfg = STRATA_NVME_CONFIG_INIT;
 	cfg.path = path;
@@ -275,10 +275,10 @@ static int soak(bench_out *out, const char *dir, int trials, uint64_t seed)
 	int failed = 0, total = 0;
 	uint64_t t0 = strata_now_ns();
 	for (int t = 0; t < trials; t++) {
-		char sub[4096], msg[256];
+		char sub[8192], msg[256];
 		snprintf(sub, sizeof sub, "%s/soak%d", dir, t);
 		int nc = 0;
-		unsigned us = 20000 + (unsigned)(fx_next(&seed) % 380000);
+		unsigned us = (unsigned)(fx_next(&seed) % 150000);
 		int bad = fx_crash_trial(sub, &m, fx_next(&seed), us, &nc, msg, sizeof msg);
 		if (bad) {
 			fprintf(stderr, "crash trial %d (kill after %u us): line %d: %s\n", t, us, bad, msg);

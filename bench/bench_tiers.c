@@ -32,7 +32,8 @@ static const char usage[] =
 	"  --bs LIST     block sizes, e.g. 4K,64K,1M (default 4K,16K,64K,256K,1M;\n"
 	"                --quick 4K,64K,1M)\n"
 	"  --no-fio      skip the fio baseline\n"
-	"  --check       verify every byte read back (a pattern per record)\n";
+	"  --check       verify every byte read back (a pattern per record; the fill and\n"
+	"                compare are timed too: use it for correctness, not figures)\n";
 
 #define HDR STRATA_NVME_HEADER_BYTES
 

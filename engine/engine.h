@@ -51,8 +51,8 @@ typedef struct strata_ref_config {
 	strata_ref_mode mode;
 	int n_req;               /* requests decoded together (one query row each) */
 	int max_ctx;             /* tokens per request, prefill + decode */
-	int hot_slots;           /* HISPARSE: hot-cache entries per CSA layer;
-				    0: 2 x n_req x top-k */
+	int hot_slots;           /* HISPARSE: hot-cache entries per (request, CSA layer),
+				    >= top-k; 0: 2 x top-k */
 	uint64_t seed;           /* weights and inputs */
 	strata_ref_inputs inputs;
 	int keep_outputs;        /* keep the last step's outputs (strata_ref_engine_output) */

@@ -20,12 +20,10 @@ typedef struct ref_lay {
 	float *h_out;       /* [n_req][heads][512] */
 	int32_t *h_ids, *h_list;
 	/* HISPARSE / SWAPIN (ref_fetch.c) */
-	uint8_t *hot;       /* device pool of hot_slots entries (blocks of 64) */
-	int32_t *res;       /* [n_req * cap4]: hot slot of an entry or -1 */
-	int64_t *owner;     /* [hot_slots]: entry key (r*cap4 + id) or -1 */
-	uint64_t *used;     /* [hot_slots]: step stamp of the last use */
-	uint8_t *ref;       /* [hot_slots]: clock reference bit */
-	int hand;
+	int csa;            /* this layer's number among the CSA layers */
+	int next_csa;       /* the next CSA layer's index in lay[], or -1 */
+	int32_t *d_row_rl;  /* [n_req] hot-cache (request, layer) number of each row */
+	int32_t *d_src;     /* SWAPIN: [n_req][topk] host-tier slots to gather */
 } ref_lay;
 
 struct strata_ref_engine {
@@ -53,16 +51,31 @@ struct strata_ref_engine {
 	int n_steps, cap_steps;
 	uint64_t stamp;
 	strata_ref_stats st;
+	/* HISPARSE: prefetch/'s hot cache over every (request, CSA layer); SWAPIN: a
+	 * staging pool of n_req x topk entries */
+	strata_hotcache *hc;
+	strata_stream *side;
+	uint8_t *stage_pool;
+	uint8_t *hot_base;      /* the pool attention reads in either mode */
+	int32_t *d_rowbase_k;   /* [n_req]: r * topk */
+	int32_t *d_ap_rl, *d_ap_ids; /* HISPARSE appends: [stage_rows] */
+	int32_t *h_ap;          /* [2][stage_rows] */
 };
 
 /* ref_engine.c: write n tokens (request req[k] at position pos[k], hidden state
  * e->h_hid[k]) into every layer's caches. */
 int ref_append_tokens(strata_ref_engine *e, const int *req, const int64_t *pos, int n);
 
-int ref_fetch_init(strata_ref_engine *e, ref_lay *L);
-void ref_fetch_free(strata_ref_engine *e, ref_lay *L);
+int ref_fetch_init(strata_ref_engine *e);     /* after every layer is allocated */
+void ref_fetch_free(strata_ref_engine *e);
+int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L);
+void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L);
 /* Turn L->d_ids into L->d_list over L->hot (HISPARSE: cache lookup + miss gather;
  * SWAPIN: gather everything). */
 int ref_fetch(strata_ref_engine *e, ref_lay *L);
+/* HISPARSE: n new C4 entries of layer L (floats in e->h_stage, request / id pairs in
+ * reqs / ids) into the hot cache and, written back, the host tier. */
+int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const int64_t *ids,
+		     int n);
 
 #endif

@@ -108,7 +108,7 @@ static int layer_alloc(strata_ref_engine *e, int l)
 	for (int i = 0; i < R * K; i++)
 		L->h_ids[i] = -1;
 	if (e->cfg.mode != STRATA_REF_ALL_RESIDENT)
-		return ref_fetch_init(e, L);
+		return ref_fetch_layer_init(e, L);
 	return 0;
 }
 
@@ -128,7 +128,7 @@ static void layer_free(strata_ref_engine *e, ref_lay *L)
 	strata_dev_free(e->dev, L->d_iw);
 	strata_dev_free(e->dev, L->d_ids);
 	strata_dev_free(e->dev, L->d_list);
-	ref_fetch_free(e, L);
+	ref_fetch_layer_free(e, L);
 	free(L->h_out);
 	free(L->h_ids);
 	free(L->h_list);
@@ -141,6 +141,7 @@ void strata_ref_engine_destroy(strata_ref_engine *e)
 {
 	if (!e)
 		return;
+	ref_fetch_free(e);
 	if (e->lay) {
 		strata_dev_sync(e->dev);
 		for (int l = 0; l < e->m.n_layers; l++)
@@ -192,12 +193,10 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 	e->nblk = (cfg->max_ctx + STRATA_BLOCK_TOKENS - 1) / STRATA_BLOCK_TOKENS;
 	e->cap4 = e->nblk * 64;
 	e->cap128 = e->nblk * 2;
-	e->hot_slots = cfg->hot_slots ? cfg->hot_slots : 2 * R * K;
-	if (cfg->mode == STRATA_REF_SWAPIN)
-		e->hot_slots = R * K; /* a staging pool: one slot per selection */
-	if (e->hot_slots < R * K) {
-		ELOG(STRATA_LOG_WARN, "engine: hot cache of %d entries < one step's %d selections",
-		     e->hot_slots, R * K);
+	e->hot_slots = cfg->hot_slots ? cfg->hot_slots : 2 * K;
+	if (e->hot_slots < K) {
+		ELOG(STRATA_LOG_WARN, "engine: hot cache of %d entries per request and layer < "
+		     "top-k %d", e->hot_slots, K);
 		free(e);
 		return -EINVAL;
 	}
@@ -254,9 +253,18 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 		if (err)
 			goto fail;
 	}
+	for (int l = 0, csa = 0; l < e->m.n_layers; l++) {
+		e->lay[l].csa = e->m.ratio[l] == 4 ? csa++ : -1;
+		e->lay[l].next_csa = -1;
+		for (int j = l + 1; j < e->m.n_layers && e->lay[l].next_csa < 0; j++)
+			if (e->m.ratio[j] == 4)
+				e->lay[l].next_csa = j;
+	}
 	for (int l = 0; l < e->m.n_layers; l++)
 		if ((err = layer_alloc(e, l)))
 			goto fail;
+	if (cfg->mode != STRATA_REF_ALL_RESIDENT && (err = ref_fetch_init(e)))
+		goto fail;
 	{
 		strata_indexer_params ip = { .fmt = e->m.index_fmt, .heads = e->m.index_heads,
 					     .topk = K, .n_req = R, .n_rows = R, .max_rows = 1,
@@ -334,7 +342,20 @@ int ref_append_tokens(strata_ref_engine *e, const int *req, const int64_t *pos, 
 			err = encode_main(e, L->c128, 2, cnt);
 			continue;
 		}
-		if ((err = encode_main(e, L->c4, 64, cnt)))
+		if (e->cfg.mode == STRATA_REF_HISPARSE) {
+			/* Through the hot cache, which also learns that the entries exist. */
+			int rq[cnt > 0 ? cnt : 1];
+			int64_t id[cnt > 0 ? cnt : 1];
+			for (int k = 0, c = 0; k < n; k++)
+				if ((pos[k] + 1) % 4 == 0) {
+					rq[c] = req[k];
+					id[c++] = pos[k] / 4;
+				}
+			err = ref_fetch_append(e, L, rq, id, cnt);
+		} else {
+			err = encode_main(e, L->c4, 64, cnt);
+		}
+		if (err)
 			break;
 		/* Indexer compressor: keys are normalised, roped, then Hadamard-rotated. */
 		sf = ref_comp_state_floats(&L->w.idx);

@@ -1,15 +1,19 @@
 /*
  * The selected-entry fetch of the HISPARSE and SWAPIN modes.
  *
- * This is the engine-local stand-in for prefetch/'s hot cache: the selected ids come
- * back to the host, a clock (second-chance) cache maps (request, entry) to a slot of
- * the device hot pool, and each miss is copied from the pinned host tier into its
- * slot (576 data bytes and 8 scale bytes: the block layout splits them). Slots used
- * by the current step are never evicted, so a step's selections always fit (the pool
- * holds at least n_req x top-k entries). SWAPIN has no cache: selection k of row r is
- * copied into slot r*topk + k every step. Either way attention receives the entries
- * in selected-id order with the bytes of the host tier, which is what makes the
- * outputs bit-identical to ALL_RESIDENT.
+ * HISPARSE drives prefetch/'s hot cache: one (request, CSA layer) cache per rl =
+ * csa * n_req + r, each bound to the request's C4 main blocks on the pinned host tier.
+ * Per layer one strata_hotcache_step() turns the indexer's ids into an index list over
+ * the hot pool (lookup, CLOCK victims, one zero-copy gather of the misses), then a
+ * strata_hotcache_predict() on a side stream pulls in what the next CSA layer is likely
+ * to select while this layer attends. No host synchronisation.
+ *
+ * SWAPIN is the synchronous baseline (SGLang's HiSparse today): right after top-k,
+ * on the compute stream, every selected entry is gathered from the host tier into a
+ * staging pool (selection k of row r at slot r*topk + k), no cache, no prediction.
+ *
+ * Either way attention receives the entries in selected-id order with the bytes of
+ * the host tier, which is what makes the outputs bit-identical to ALL_RESIDENT.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,111 +21,154 @@
 
 #include "engine/ref_eng_int.h"
 
-int ref_fetch_init(strata_ref_engine *e, ref_lay *L)
+int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 {
-	size_t blocks = ((size_t)e->hot_slots + 63) / 64;
-	size_t bytes = blocks * strata_main_block_stride(64);
-	int err = strata_dev_alloc(e->dev, bytes, (void **)&L->hot);
-	if (err)
-		return err;
-	e->st.device_bytes += bytes;
-	e->st.hot_bytes += bytes;
-	if ((err = strata_dev_memset(e->dev, L->hot, 0, bytes, NULL)))
-		return err;
-	if (e->cfg.mode != STRATA_REF_HISPARSE)
-		return 0;
-	size_t keys = (size_t)e->cfg.n_req * e->cap4;
-	L->res = malloc(sizeof *L->res * keys);
-	L->owner = malloc(sizeof *L->owner * e->hot_slots);
-	L->used = calloc((size_t)e->hot_slots, sizeof *L->used);
-	L->ref = calloc((size_t)e->hot_slots, 1);
-	if (!L->res || !L->owner || !L->used || !L->ref)
+	const int R = e->cfg.n_req, K = e->m.index_topk;
+	int32_t *rl = malloc(sizeof *rl * R);
+	if (!rl)
 		return -ENOMEM;
-	for (size_t i = 0; i < keys; i++)
-		L->res[i] = -1;
-	for (int i = 0; i < e->hot_slots; i++)
-		L->owner[i] = -1;
-	return 0;
-}
-
-void ref_fetch_free(strata_ref_engine *e, ref_lay *L)
-{
-	strata_dev_free(e->dev, L->hot);
-	free(L->res);
-	free(L->owner);
-	free(L->used);
-	free(L->ref);
-}
-
-static int copy_entry(strata_ref_engine *e, ref_lay *L, int64_t src, int64_t dst)
-{
-	const size_t stride = strata_main_block_stride(64);
-	const uint8_t *sb = L->c4 + (size_t)(src / 64) * stride;
-	uint8_t *db = L->hot + (size_t)(dst / 64) * stride;
-	int err = strata_dev_copy(e->dev, db + (dst % 64) * 576, sb + (src % 64) * 576, 576, NULL);
+	for (int r = 0; r < R; r++)
+		rl[r] = L->csa * R + r;
+	int err = strata_dev_alloc(e->dev, sizeof *rl * R, (void **)&L->d_row_rl);
 	if (!err)
-		err = strata_dev_copy(e->dev, db + 64 * 576 + (dst % 64) * 8,
-				      sb + 64 * 576 + (src % 64) * 8, 8, NULL);
-	e->st.fetched_bytes += STRATA_MAIN_ENTRY_BYTES;
+		err = strata_dev_copy(e->dev, L->d_row_rl, rl, sizeof *rl * R, NULL);
+	if (!err)
+		err = strata_dev_sync(e->dev);
+	free(rl);
+	if (!err && e->cfg.mode == STRATA_REF_SWAPIN)
+		err = strata_dev_alloc(e->dev, sizeof(int32_t) * R * K, (void **)&L->d_src);
 	return err;
 }
 
-static int victim(strata_ref_engine *e, ref_lay *L)
+void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L)
 {
-	for (int tries = 0; tries < 2 * e->hot_slots + 1; tries++) {
-		int s = L->hand;
-		L->hand = (L->hand + 1) % e->hot_slots;
-		if (L->used[s] == e->stamp)
-			continue;
-		if (L->ref[s]) {
-			L->ref[s] = 0;
-			continue;
-		}
-		return s;
+	strata_dev_free(e->dev, L->d_row_rl);
+	strata_dev_free(e->dev, L->d_src);
+}
+
+int ref_fetch_init(strata_ref_engine *e)
+{
+	const int R = e->cfg.n_req, K = e->m.index_topk;
+	int n_csa = strata_model_count(&e->m, 4), err;
+	if (e->cfg.mode == STRATA_REF_SWAPIN) {
+		size_t bytes = (size_t)((R * K + 63) / 64) * strata_main_block_stride(64);
+		if ((err = strata_dev_alloc(e->dev, bytes, (void **)&e->stage_pool)))
+			return err;
+		e->st.device_bytes += bytes;
+		e->st.hot_bytes += bytes;
+		e->hot_base = e->stage_pool;
+		int32_t *rb = malloc(sizeof *rb * R);
+		if (!rb)
+			return -ENOMEM;
+		for (int r = 0; r < R; r++)
+			rb[r] = r * K;
+		err = strata_dev_alloc(e->dev, sizeof *rb * R, (void **)&e->d_rowbase_k);
+		if (!err)
+			err = strata_dev_copy(e->dev, e->d_rowbase_k, rb, sizeof *rb * R, NULL);
+		if (!err)
+			err = strata_dev_sync(e->dev);
+		free(rb);
+		return err;
 	}
-	return -1; /* cannot happen while hot_slots >= n_req * topk */
+	if (!n_csa)
+		return 0;
+	strata_hotcache_config c = STRATA_HOTCACHE_CONFIG_INIT;
+	c.n_rl = n_csa * R;
+	c.max_entries = e->cap4;
+	c.topk = K;
+	c.budget = e->hot_slots;
+	c.max_append = e->stage_rows; /* a 128-token prefill chunk or one token per request */
+	if ((err = strata_hotcache_create(e->dev, &c, &e->hc)))
+		return err;
+	if ((err = strata_stream_create(e->dev, &e->side)))
+		return err;
+	strata_hotcache_pool_info pi;
+	if ((err = strata_hotcache_pool(e->hc, &pi)))
+		return err;
+	e->hot_base = pi.base;
+	e->st.hot_bytes += (uint64_t)pi.n_blocks * pi.block_stride;
+	/* + the residency table (an int32 per entry the request may have) */
+	e->st.device_bytes += (uint64_t)pi.n_blocks * pi.block_stride +
+			      (uint64_t)c.n_rl * c.max_entries * sizeof(int32_t);
+	size_t req_bytes = (size_t)e->nblk * strata_main_block_stride(64);
+	for (int l = 0; l < e->m.n_layers && !err; l++) {
+		ref_lay *L = &e->lay[l];
+		if (L->w.ratio != 4)
+			continue;
+		/* No entry exists yet: strata_hotcache_append() raises the count, so that
+		 * prediction never pulls in an id that has not been written. */
+		for (int r = 0; r < R && !err; r++)
+			err = strata_hotcache_bind_host(e->hc, L->csa * R + r, L->c4 + req_bytes * r,
+							0, NULL);
+	}
+	if (!err)
+		err = strata_dev_alloc(e->dev, sizeof(int32_t) * e->stage_rows, (void **)&e->d_ap_rl);
+	if (!err)
+		err = strata_dev_alloc(e->dev, sizeof(int32_t) * e->stage_rows, (void **)&e->d_ap_ids);
+	if (!err && !(e->h_ap = malloc(sizeof(int32_t) * 2 * e->stage_rows)))
+		err = -ENOMEM;
+	return err;
+}
+
+void ref_fetch_free(strata_ref_engine *e)
+{
+	if (e->side)
+		strata_dev_sync(e->dev);
+	strata_hotcache_destroy(e->hc);
+	strata_stream_destroy(e->dev, e->side);
+	strata_dev_free(e->dev, e->stage_pool);
+	strata_dev_free(e->dev, e->d_rowbase_k);
+	strata_dev_free(e->dev, e->d_ap_rl);
+	strata_dev_free(e->dev, e->d_ap_ids);
+	free(e->h_ap);
+	e->hc = NULL;
+	e->side = NULL;
 }
 
 int ref_fetch(strata_ref_engine *e, ref_lay *L)
 {
 	const int R = e->cfg.n_req, K = e->m.index_topk;
-	int err = strata_dev_copy(e->dev, L->h_ids, L->d_ids, sizeof(int32_t) * R * K, NULL);
-	if (!err)
-		err = strata_dev_sync(e->dev);
-	if (err)
+	int err;
+	if (e->cfg.mode == STRATA_REF_SWAPIN) {
+		strata_attn_map_params src = { .n_rows = R, .width = K, .ids = L->d_ids,
+					       .row_base = e->d_rowbase, .out = L->d_src };
+		strata_gather_params g = { .n = R * K, .src_ids = L->d_src,
+					   .src = { .base = L->c4, .B = 64 },
+					   .dst = { .base = e->stage_pool, .B = 64 } };
+		strata_attn_map_params dst = { .n_rows = R, .width = K, .positional = 1,
+					       .ids = L->d_ids, .row_base = e->d_rowbase_k,
+					       .out = L->d_list };
+		if ((err = strata_k_attn_map(e->dev, &src, NULL)) ||
+		    (err = strata_k_gather(e->dev, &g, NULL)))
+			return err;
+		return strata_k_attn_map(e->dev, &dst, NULL);
+	}
+	strata_hotcache_batch b = { .rows = R, .k = K, .ids = L->d_ids, .row_rl = L->d_row_rl,
+				    .out = L->d_list };
+	if ((err = strata_hotcache_step(e->hc, &b, NULL)))
 		return err;
-	for (int r = 0; r < R; r++)
-		for (int k = 0; k < K && !err; k++) {
-			int32_t id = L->h_ids[r * K + k];
-			int32_t *out = &L->h_list[r * K + k];
-			int64_t key = (int64_t)r * e->cap4 + id;
-			if (id < 0) {
-				*out = -1;
-			} else if (e->cfg.mode == STRATA_REF_SWAPIN) {
-				*out = r * K + k;
-				e->st.misses++;
-				err = copy_entry(e, L, key, *out);
-			} else if (L->res[key] >= 0) {
-				*out = L->res[key];
-				L->used[*out] = e->stamp;
-				L->ref[*out] = 1;
-				e->st.hits++;
-			} else {
-				int s = victim(e, L);
-				if (s < 0)
-					return -ENOSPC;
-				if (L->owner[s] >= 0)
-					L->res[L->owner[s]] = -1;
-				L->owner[s] = key;
-				L->res[key] = s;
-				L->used[s] = e->stamp;
-				L->ref[s] = 1;
-				*out = s;
-				e->st.misses++;
-				err = copy_entry(e, L, key, s);
-			}
-		}
+	if (L->next_csa >= 0)
+		err = strata_hotcache_predict(e->hc, R, e->lay[L->next_csa].d_row_rl, e->side);
+	return err;
+}
+
+int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const int64_t *ids,
+		     int n)
+{
+	if (!n)
+		return 0;
+	int32_t *rl = e->h_ap, *id = e->h_ap + e->stage_rows;
+	for (int i = 0; i < n; i++) {
+		rl[i] = L->csa * e->cfg.n_req + reqs[i];
+		id[i] = (int32_t)ids[i];
+	}
+	int err = strata_dev_copy(e->dev, e->d_stage, e->h_stage, sizeof(float) * n * REF_D, NULL);
 	if (!err)
-		err = strata_dev_copy(e->dev, L->d_list, L->h_list, sizeof(int32_t) * R * K, NULL);
+		err = strata_dev_copy(e->dev, e->d_ap_rl, rl, sizeof(int32_t) * n, NULL);
+	if (!err)
+		err = strata_dev_copy(e->dev, e->d_ap_ids, id, sizeof(int32_t) * n, NULL);
+	if (!err)
+		err = strata_hotcache_append(e->hc, n, e->d_ap_rl, e->d_ap_ids, e->d_stage, NULL,
+					     e->side);
 	return err;
 }

@@ -126,7 +126,7 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 		} else {
 			if ((err = ref_fetch(e, L)))
 				return err;
-			a.pool = L->hot;
+			a.pool = e->hot_base;
 		}
 		a.B = 64;
 		a.idx = L->d_list;
@@ -176,7 +176,7 @@ int strata_ref_engine_decode_step(strata_ref_engine *e)
 	for (int l = 0; l < NL && !err; l++) {
 		ref_lay *L = &e->lay[l];
 		err = strata_dev_copy(e->dev, L->h_out, L->d_out, sizeof(float) * qn, NULL);
-		if (!err && L->w.ratio == 4 && e->cfg.mode == STRATA_REF_ALL_RESIDENT)
+		if (!err && L->w.ratio == 4)
 			err = strata_dev_copy(e->dev, L->h_ids, L->d_ids,
 					      sizeof(int32_t) * R * e->m.index_topk, NULL);
 	}
@@ -184,8 +184,17 @@ int strata_ref_engine_decode_step(strata_ref_engine *e)
 		err = strata_dev_sync(e->dev);
 	if (err)
 		return err;
-	for (int l = 0; l < NL; l++)
-		row[l] = XXH3_64bits(e->lay[l].h_out, sizeof(float) * qn);
+	for (int l = 0; l < NL; l++) {
+		ref_lay *L = &e->lay[l];
+		row[l] = XXH3_64bits(L->h_out, sizeof(float) * qn);
+		if (L->w.ratio != 4 || e->cfg.mode != STRATA_REF_SWAPIN)
+			continue;
+		for (int i = 0; i < R * e->m.index_topk; i++) /* swap-in moves every selection */
+			if (L->h_ids[i] >= 0) {
+				e->st.misses++;
+				e->st.fetched_bytes += STRATA_MAIN_ENTRY_BYTES;
+			}
+	}
 	e->n_steps++;
 	return 0;
 }
@@ -227,8 +236,16 @@ void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st)
 	if (!st)
 		return;
 	memset(st, 0, sizeof *st);
-	if (e)
-		*st = e->st;
+	if (!e)
+		return;
+	*st = e->st;
+	strata_hotcache_stats hs;
+	/* The hot cache's counters live on the device; reading them synchronises. */
+	if (e->hc && !strata_hotcache_stats_get(e->hc, -1, &hs)) {
+		st->hits = hs.hits;
+		st->misses = hs.misses;
+		st->fetched_bytes = hs.bytes_moved + hs.bytes_prefetched;
+	}
 }
 
 static int hash_dev(strata_ref_engine *e, XXH3_state_t *x, const void *p, size_t n)

@@ -244,11 +244,15 @@ void strata_nvme_destroy(strata_nvme_store *s); /* waits for in-flight I/O; NULL
 uint64_t strata_nvme_record_bytes(uint64_t len);
 
 /* Synchronous write: allocate an extent, write [header][payload], wait. On success *h is
- * the record's handle. On failure nothing is allocated. len 1 .. 2^40. */
+ * the record's handle; on failure *h is all zero (tier NONE) and nothing stays
+ * allocated. len 1 .. 2^40; key NULL means the zero key; buf needs no alignment. The
+ * record is durable only after a later strata_nvme_sync(). */
 int strata_nvme_write(strata_nvme_store *s, const strata_page_key *key, const void *buf,
 		      size_t len, strata_page_handle *h);
 /* Synchronous verified read of the record h into buf (buf_len >= h->length). Returns 0
- * and h->length bytes, or an error with buf[0 .. min(buf_len, h->length)) zeroed. */
+ * with h->length bytes in buf, or an error: -EINVAL for a bad handle or a short buffer
+ * (buf untouched); otherwise (I/O error, STRATA_E_SHORTIO, STRATA_E_CHECKSUM,
+ * STRATA_E_CORRUPT) buf[0 .. h->length) is zeroed. buf needs no alignment. */
 int strata_nvme_read(strata_nvme_store *s, const strata_page_handle *h, void *buf,
 		     size_t buf_len);
 /* Read and check a record without handing out its bytes; *key (may be NULL) receives

@@ -181,8 +181,9 @@ static inline char *fx_tmpdir(void)
 
 static inline void fx_rmdir(const char *dir)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	char cmd[8192];
+	if (snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) >= (int)sizeof cmd)
+		return;
 	if (system(cmd)) {
 	}
 }

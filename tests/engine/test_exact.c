@@ -142,7 +142,7 @@ static strata_ref_engine *make(strata_dev *d, strata_ref_mode mode, int n_req, i
 static void run(strata_ref_engine *e, int n_req, int steps)
 {
 	for (int r = 0; r < n_req; r++)
-		ck_assert_int_eq(strata_ref_engine_prefill(e, r, 700 + 211 * r), 0);
+		ck_assert_int_eq(strata_ref_engine_prefill(e, r, 400 + 150 * r), 0);
 	for (int i = 0; i < steps; i++)
 		ck_assert_int_eq(strata_ref_engine_decode_step(e), 0);
 }
@@ -150,7 +150,7 @@ static void run(strata_ref_engine *e, int n_req, int steps)
 static void modes_identical(strata_ref_inputs in)
 {
 	strata_dev *d = open_cpu();
-	enum { R = 3, STEPS = 24 };
+	enum { R = 3, STEPS = 16 };
 	int topk = 64;
 	strata_ref_engine *a = make(d, STRATA_REF_ALL_RESIDENT, R, 0, 11, in);
 	/* A hot cache barely larger than one step's selections: evictions every step. */

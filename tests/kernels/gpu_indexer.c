@@ -1,0 +1,275 @@
+/* Indexer on the GPU against the CPU twin and an independent double reference.
+ *
+ * Tolerance (stated): GPU and CPU sum the same exact products in different orders, so
+ * their scores differ in the last bits. A selected set may differ from the reference
+ * (and GPU from CPU twin) only by swapping entries whose reference scores lie within
+ * TOL_REL * M of the k-th score, M = max_j s_j sum_h |w_h| sum_d |q_hd k_jd|; returned
+ * scores must be within the same tolerance. Exact-tie cases (all keys equal, every
+ * ReLU zero) allow no swap: the lowest ids must win, bit for bit. */
+#include <check.h>
+#include <math.h>
+
+#include "indexer_tdata.h"
+
+#define TOL_REL 2e-5
+
+static strata_dev *dev;
+
+typedef struct dcopy {
+	void *pages, *pt, *q, *w, *rr, *lim, *ids, *sc, *scratch;
+} dcopy;
+
+static void *to_dev(const void *h, size_t n)
+{
+	void *d = NULL;
+	ck_assert_int_eq(strata_dev_alloc(dev, n ? n : 1, &d), 0);
+	if (h && n)
+		ck_assert_int_eq(strata_dev_copy(dev, d, h, n, NULL), 0);
+	return d;
+}
+
+/* Runs the GPU on t's inputs; results land in gids / gsc (host, n_rows * topk). */
+static void run_gpu(td *t, int32_t *gids, float *gsc, int reps)
+{
+	strata_indexer_params p = t->p;
+	int R = p.n_rows ? p.n_rows : 1;
+	size_t eb = strata_index_entry_bytes(p.fmt);
+	dcopy d;
+	d.pages = to_dev(t->pages, (size_t)t->n_pages * p.B * eb);
+	d.pt = to_dev(t->pt, sizeof(int32_t) * (size_t)p.n_req * p.max_pages);
+	d.q = to_dev(t->q, sizeof(uint16_t) * (size_t)R * p.heads * 128);
+	d.w = to_dev(t->w, sizeof(float) * (size_t)R * p.heads);
+	d.rr = to_dev(t->req_rows, sizeof(int32_t) * (size_t)(p.n_req + 1));
+	d.lim = to_dev(t->limits, sizeof(int32_t) * (size_t)R);
+	d.ids = to_dev(NULL, sizeof(int32_t) * (size_t)R * p.topk);
+	d.sc = to_dev(NULL, sizeof(float) * (size_t)R * p.topk);
+	p.pages = d.pages;
+	p.page_table = d.pt;
+	p.q = d.q;
+	p.w = d.w;
+	p.req_rows = d.rr;
+	p.row_limit = d.lim;
+	p.out_ids = d.ids;
+	p.out_scores = d.sc;
+	p.scratch_bytes = strata_k_indexer_scratch(dev, &p);
+	ck_assert(p.scratch_bytes > 0);
+	d.scratch = to_dev(NULL, p.scratch_bytes);
+	/* poison the scratch and outputs: the kernel must not depend on them */
+	ck_assert_int_eq(strata_dev_memset(dev, d.scratch, 0xa5, p.scratch_bytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, d.ids, 0x7f, sizeof(int32_t) * (size_t)R * p.topk, NULL), 0);
+	p.scratch = d.scratch;
+	size_t n = (size_t)R * p.topk;
+	int32_t *prev = malloc(sizeof(int32_t) * n);
+	float *prevs = malloc(sizeof(float) * n);
+	for (int rep = 0; rep < reps; rep++) {
+		ck_assert_int_eq(strata_k_indexer(dev, &p, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, gids, d.ids, sizeof(int32_t) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, gsc, d.sc, sizeof(float) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		if (rep) /* deterministic run to run, scratch reused */
+			ck_assert_msg(!memcmp(prev, gids, sizeof(int32_t) * n) &&
+				      !memcmp(prevs, gsc, sizeof(float) * n),
+				      "GPU result changed between runs");
+		memcpy(prev, gids, sizeof(int32_t) * n);
+		memcpy(prevs, gsc, sizeof(float) * n);
+	}
+	free(prev);
+	free(prevs);
+	void **all = (void **)&d;
+	for (size_t i = 0; i < sizeof d / sizeof(void *); i++)
+		strata_dev_free(dev, all[i]);
+}
+
+/* GPU vs reference, CPU twin vs reference, GPU vs twin. Returns GPU-twin differences. */
+static int check_case(td *t, int strict, const char *what)
+{
+	const strata_indexer_params *p = &t->p;
+	size_t n = (size_t)(p->n_rows ? p->n_rows : 1) * p->topk;
+	int32_t *gids = malloc(sizeof(int32_t) * n);
+	float *gsc = malloc(sizeof(float) * n);
+	run_gpu(t, gids, gsc, 2);
+	ck_assert_int_eq(strata_k_indexer_cpu(&t->p), 0); /* twin: t->ids, t->scores */
+	double *ref = malloc(sizeof(double) * (size_t)(p->max_limit + 1));
+	int diffs = 0;
+	for (int r = 0; r < p->n_rows; r++) {
+		int lim = t->limits[r], k = p->topk;
+		double mag = 0;
+		char why[256] = "";
+		if (lim > k)
+			td_ref_scores(t, r, ref, &mag);
+		double tol = TOL_REL * mag + 1e-30;
+		const int32_t *gi = gids + (size_t)r * k, *ci = t->ids + (size_t)r * k;
+		int s = td_check_row(lim, k, gi, gsc + (size_t)r * k, ref, tol, strict, why, sizeof why);
+		ck_assert_msg(s >= 0, "%s: GPU row %d (limit %d): %s", what, r, lim, why);
+		s = td_check_row(lim, k, ci, t->scores + (size_t)r * k, ref, tol, strict, why, sizeof why);
+		ck_assert_msg(s >= 0, "%s: CPU row %d (limit %d): %s", what, r, lim, why);
+		/* GPU vs twin directly: every differing id sits at the k-th score (tol) */
+		if (lim > k) {
+			double kth = INFINITY;
+			for (int i = 0; i < k; i++)
+				if (ref[ci[i]] < kth)
+					kth = ref[ci[i]];
+			for (int i = 0, a = 0, b = 0; i < 2 * k && (a < k || b < k); i++) {
+				int x = a < k ? gi[a] : INT32_MAX, y = b < k ? ci[b] : INT32_MAX;
+				if (x == y) {
+					a++, b++;
+					continue;
+				}
+				int id = x < y ? x : y;
+				if (x < y)
+					a++;
+				else
+					b++;
+				diffs++;
+				ck_assert_msg(!strict && fabs(ref[id] - kth) <= tol,
+					      "%s: row %d: GPU and CPU disagree on id %d (score %.9g, "
+					      "k-th %.9g, tol %g)", what, r, id, ref[id], kth, tol);
+			}
+		} else {
+			ck_assert(!memcmp(gi, ci, sizeof(int32_t) * (size_t)k));
+		}
+	}
+	printf("%s: %d rows, GPU/CPU differences at the k-th score: %d\n", what, p->n_rows, diffs);
+	free(ref);
+	free(gids);
+	free(gsc);
+	return diffs;
+}
+
+START_TEST(hand_computed)
+{
+	/* heads 2, q_0 = e_0, q_1 = e_1, w = (1, 2): score_j = ReLU(a_j) + 2 ReLU(b_j)
+	 * = 2, 2, 0.5, 3, 3, 6 -> top-2 {3, 5} (3 beats 4 on the tie), top-4 {0, 3, 4, 5} */
+	static const float a[6] = { 1, -2, 0.5f, 3, 0, 6 }, b[6] = { 0.5f, 1, -1, 0, 1.5f, -6 };
+	for (int f = 0; f < 2; f++)
+		for (int k = 2; k <= 4; k += 2) {
+			int rows = 1, lim = 6;
+			td t;
+			td_make(&t, (strata_index_fmt)f, 2, k, 1, &rows, &lim, 4, 1, TD_RANDOM);
+			size_t eb = strata_index_entry_bytes(t.p.fmt);
+			for (int j = 0; j < 6; j++) {
+				float x[128] = { 0 };
+				x[0] = a[j];
+				x[1] = b[j];
+				td_encode_key(t.p.fmt, x, t.pages + (size_t)t.pt[j / 4] * 4 * eb, 4, j % 4);
+			}
+			for (int h = 0; h < 2; h++) {
+				for (int d = 0; d < 128; d++)
+					t.q[h * 128 + d] = codec_bf16_encode(d == h ? 1.0f : 0.0f);
+				t.w[h] = (float)(h + 1);
+			}
+			int32_t gids[4];
+			float gsc[4];
+			run_gpu(&t, gids, gsc, 1);
+			const int want2[2] = { 3, 5 }, want4[4] = { 0, 3, 4, 5 };
+			const float sc2[2] = { 3, 6 }, sc4[4] = { 2, 3, 3, 6 };
+			for (int i = 0; i < k; i++) {
+				ck_assert_int_eq(gids[i], k == 2 ? want2[i] : want4[i]);
+				ck_assert_float_eq(gsc[i], k == 2 ? sc2[i] : sc4[i]);
+			}
+			td_free(&t);
+		}
+}
+END_TEST
+
+START_TEST(mixed_batches)
+{
+	/* 1-4 rows per request; limits 0, 1, k-1, k, k+1, off-block, long, mixed */
+	int rows_of[5] = { 1, 4, 2, 3, 1 };
+	int lim[11] = { 20000, 513, 511, 512, 2049, 0, 1, 777, 65536, 3001, 40001 };
+	enum td_mode modes[3] = { TD_RANDOM, TD_CLUSTERED, TD_MIXED_W };
+	const char *names[3] = { "random", "clustered", "signed-w" };
+	for (int f = 0; f < 2; f++)
+		for (int m = 0; m < 3; m++) {
+			td t;
+			char what[64];
+			snprintf(what, sizeof what, "%s %s", f ? "fp8" : "mxfp4", names[m]);
+			td_make(&t, (strata_index_fmt)f, 64, 512, 5, rows_of, lim, 64, 200 + 10 * f + m,
+				modes[m]);
+			check_case(&t, 0, what);
+			td_free(&t);
+		}
+}
+END_TEST
+
+START_TEST(adversarial_ties)
+{
+	/* all scores equal / all zero, below and above the candidate-list capacity
+	 * (the second exercises the select kernel's overflow path) */
+	for (int f = 0; f < 2; f++)
+		for (int mode = 0; mode < 2; mode++) {
+			int rows = 3, lim[3] = { 3000, 40000, 1025 };
+			td t;
+			td_make(&t, (strata_index_fmt)f, 64, 1024, 1, &rows, lim, 64, 3,
+				mode ? TD_NEGATIVE : TD_EQUAL);
+			check_case(&t, 1, mode ? "all-relu-zero" : "all-equal");
+			td_free(&t);
+		}
+}
+END_TEST
+
+START_TEST(long_context)
+{
+	/* V4-Flash: 1M tokens = 262,144 C4 entries, top-512; V4-Pro-like top-1024, 2 rows */
+	for (int f = 0; f < 2; f++) {
+		int rows = 1, lim = 262144;
+		td t;
+		td_make(&t, (strata_index_fmt)f, 64, 512, 1, &rows, &lim, 64, 11 + f, TD_RANDOM);
+		check_case(&t, 0, f ? "1M fp8 top-512" : "1M mxfp4 top-512");
+		td_free(&t);
+	}
+	int rows = 2, lim[2] = { 131072, 100003 };
+	td t;
+	td_make(&t, STRATA_INDEX_MXFP4, 64, 1024, 1, &rows, lim, 64, 21, TD_CLUSTERED);
+	check_case(&t, 0, "512K mxfp4 top-1024 2 rows");
+	td_free(&t);
+}
+END_TEST
+
+START_TEST(odd_geometry)
+{
+	/* 8 heads (tiny preset: m-tile padding), 40 heads, B = 12 (not a power of two) */
+	int rows_of[2] = { 2, 1 }, lim[3] = { 5000, 64, 1000 };
+	td t;
+	td_make(&t, STRATA_INDEX_FP8, 8, 64, 2, rows_of, lim, 64, 31, TD_RANDOM);
+	check_case(&t, 0, "8 heads top-64");
+	td_free(&t);
+	td_make(&t, STRATA_INDEX_MXFP4, 40, 128, 2, rows_of, lim, 12, 32, TD_MIXED_W);
+	check_case(&t, 0, "40 heads B=12");
+	td_free(&t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("gpu_indexer");
+	TCase *tc = tcase_create("gpu");
+	tcase_set_timeout(tc, 500);
+	tcase_add_test(tc, hand_computed);
+	tcase_add_test(tc, mixed_batches);
+	tcase_add_test(tc, adversarial_ties);
+	tcase_add_test(tc, odd_geometry);
+	tcase_add_test(tc, long_context);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	tu_require_gpu();
+	strata_dev_config cfg = STRATA_DEV_CONFIG_INIT;
+	cfg.backend = STRATA_BACKEND_GPU;
+	if (strata_dev_open(&cfg, &dev)) {
+		printf("cannot open the GPU\n");
+		return 1;
+	}
+	/* No fork: the CUDA context of this process does not survive fork(). */
+	SRunner *sr = srunner_create(suite());
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	strata_dev_close(dev);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
