@@ -91,16 +91,23 @@ int ref_fetch_init(strata_ref_engine *e)
 	e->st.device_bytes += (uint64_t)pi.n_blocks * pi.block_stride +
 			      (uint64_t)c.n_rl * c.max_entries * sizeof(int32_t);
 	size_t req_bytes = (size_t)e->nblk * strata_main_block_stride(64);
+	uint8_t **tab = malloc(sizeof *tab * e->nblk);
+	if (!tab)
+		return -ENOMEM;
 	for (int l = 0; l < e->m.n_layers && !err; l++) {
 		ref_lay *L = &e->lay[l];
 		if (L->w.ratio != 4)
 			continue;
 		/* No entry exists yet: strata_hotcache_append() raises the count, so that
 		 * prediction never pulls in an id that has not been written. */
-		for (int r = 0; r < R && !err; r++)
-			err = strata_hotcache_bind_host(e->hc, L->csa * R + r, L->c4 + req_bytes * r,
-							0, NULL);
+		for (int r = 0; r < R && !err; r++) {
+			for (int b = 0; b < e->nblk; b++)
+				tab[b] = L->c4 + req_bytes * r + strata_main_block_stride(64) * b;
+			err = strata_hotcache_bind_host_blocks(e->hc, L->csa * R + r, tab, e->nblk, 0,
+							       NULL);
+		}
 	}
+	free(tab);
 	if (!err)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * e->stage_rows, (void **)&e->d_ap_rl);
 	if (!err)

@@ -153,8 +153,8 @@ static void modes_identical(strata_ref_inputs in)
 	enum { R = 3, STEPS = 16 };
 	int topk = 64;
 	strata_ref_engine *a = make(d, STRATA_REF_ALL_RESIDENT, R, 0, 11, in);
-	/* A hot cache barely larger than one step's selections: evictions every step. */
-	strata_ref_engine *b = make(d, STRATA_REF_HISPARSE, R, R * topk + 40, 11, in);
+	/* A hot cache barely larger than one selection: evictions every step. */
+	strata_ref_engine *b = make(d, STRATA_REF_HISPARSE, R, topk + 16, 11, in);
 	strata_ref_engine *c = make(d, STRATA_REF_SWAPIN, R, 0, 11, in);
 	run(a, R, STEPS);
 	run(b, R, STEPS);
@@ -180,7 +180,7 @@ static void modes_identical(strata_ref_inputs in)
 	strata_ref_engine_stats(b, &st);
 	ck_assert_uint_gt(st.misses, 0);
 	ck_assert_uint_gt(st.hits, 0);
-	ck_assert_uint_lt(st.device_bytes, st.host_bytes + st.device_bytes);
+	printf("hisparse %s: hits %llu misses %llu\n", in == STRATA_REF_STRUCTURED ? "structured" : "uniform", (unsigned long long)st.hits, (unsigned long long)st.misses);
 	strata_ref_stats sa_st;
 	strata_ref_engine_stats(a, &sa_st);
 	ck_assert_uint_lt(st.device_bytes, sa_st.device_bytes);
