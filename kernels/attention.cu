@@ -9,6 +9,7 @@
  * the result is deterministic; it differs from the CPU twin's two-pass order only by
  * rounding (STRATA_ATTN_GPU_RTOL).
  */
+#include <errno.h>
 #include <cuda_runtime.h>
 #include <math.h>
 
