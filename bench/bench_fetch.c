@@ -157,7 +157,7 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 		g.src = host;
 		g.dst = dcontig;
 		g.bytes = payload;
-		bench_stats st;
+		bench_stats st = { 0 };
 		double c_us = time_us(t, run_contig, &g, o->warmup, o->reps, &st);
 		double c_rate = payload / (c_us * 1e3);
 		bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method", "contiguous copy",

@@ -92,6 +92,14 @@ int strata_ref_engine_prefill(strata_ref_engine *e, int req, int n_tokens);
  * outputs. Requests must have at least one free position. */
 int strata_ref_engine_decode_step(strata_ref_engine *e);
 
+/* Benchmarks: give request req (still empty) a context of n_tokens without running
+ * the model over it: every layer gets the same synthetic template entries (C4 main,
+ * index keys, C128, generated once per engine from a drifting input stream), the
+ * window ring the real last 128 tokens; the compressor state stays empty. Orders of
+ * magnitude faster than prefill; the decode steps after it are exact as ever (all
+ * modes see the same bytes). -EINVAL unless the request is empty. */
+int strata_ref_engine_fill(strata_ref_engine *e, int req, int n_tokens);
+
 /* Tokens in request req so far (-1 for a bad req). */
 int strata_ref_engine_length(const strata_ref_engine *e, int req);
 

@@ -60,6 +60,9 @@ struct strata_ref_engine {
 	int32_t *d_rowbase_k;   /* [n_req]: r * topk */
 	int32_t *d_ap_rl, *d_ap_ids; /* HISPARSE appends: [stage_rows] */
 	int32_t *h_ap;          /* [2][stage_rows] */
+	/* strata_ref_engine_fill(): template entries on the device */
+	uint8_t *tmpl_c4, *tmpl_pages, *tmpl_c128;
+	int tmpl_tokens;
 };
 
 /* ref_engine.c: write n tokens (request req[k] at position pos[k], hidden state
@@ -75,6 +78,8 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L);
 int ref_fetch(strata_ref_engine *e, ref_lay *L);
 /* HISPARSE: n new C4 entries of layer L (floats in e->h_stage, request / id pairs in
  * reqs / ids) into the hot cache and, written back, the host tier. */
+/* HISPARSE: request req now has n_entries C4 entries on the host tier. */
+int ref_fetch_filled(strata_ref_engine *e, int req, int n_entries);
 int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const int64_t *ids,
 		     int n);
 

@@ -149,6 +149,9 @@ void strata_ref_engine_destroy(strata_ref_engine *e)
 	}
 	free(e->lay);
 	strata_dev_free(e->dev, e->d_pt);
+	strata_dev_free(e->dev, e->tmpl_c4);
+	strata_dev_free(e->dev, e->tmpl_pages);
+	strata_dev_free(e->dev, e->tmpl_c128);
 	strata_dev_free(e->dev, e->d_rowreq);
 	strata_dev_free(e->dev, e->d_rowlim);
 	strata_dev_free(e->dev, e->d_rowbase);
@@ -403,4 +406,146 @@ int strata_ref_engine_prefill(strata_ref_engine *e, int req, int n_tokens)
 int strata_ref_engine_length(const strata_ref_engine *e, int req)
 {
 	return (!e || req < 0 || req >= e->cfg.n_req) ? -1 : e->len[req];
+}
+
+/* ---- synthetic fill (benchmarks) --------------------------------------------------- */
+
+/* Template entries for the first n tokens, generated once with the first CSA / HCA
+ * layer's weights from a dedicated input stream and kept on the device. */
+static int fill_template(strata_ref_engine *e, int n_tokens)
+{
+	if (e->tmpl_tokens >= n_tokens)
+		return 0;
+	strata_dev_free(e->dev, e->tmpl_c4);
+	strata_dev_free(e->dev, e->tmpl_pages);
+	strata_dev_free(e->dev, e->tmpl_c128);
+	e->tmpl_c4 = e->tmpl_pages = e->tmpl_c128 = NULL;
+	e->tmpl_tokens = 0;
+	const ref_layer_w *w4 = NULL, *w128 = NULL;
+	for (int l = 0; l < e->m.n_layers; l++) {
+		if (!w4 && e->lay[l].w.ratio == 4)
+			w4 = &e->lay[l].w;
+		if (!w128 && e->lay[l].w.ratio == 128)
+			w128 = &e->lay[l].w;
+	}
+	int nb = (n_tokens + 255) / 256, err;
+	size_t c4b = (size_t)nb * strata_main_block_stride(64);
+	size_t pb = (size_t)nb * 64 * strata_index_entry_bytes(e->m.index_fmt);
+	size_t c128b = (size_t)nb * strata_main_block_stride(2);
+	if ((err = dalloc(e, c4b, &e->tmpl_c4, NULL)) || (err = dalloc(e, pb, &e->tmpl_pages, NULL)) ||
+	    (err = dalloc(e, c128b, &e->tmpl_c128, NULL)))
+		return err;
+	ref_input in;
+	ref_input_init(&in, e->cfg.seed ^ 0xf111ull, 0, e->cfg.inputs);
+	float h[REF_HID];
+	int n4 = n_tokens / 4, cnt = 0;
+	int cntk = 0;
+	float *keys = malloc(sizeof(float) * (size_t)e->stage_rows * REF_ID);
+	int64_t *kslots = malloc(sizeof(int64_t) * (size_t)e->stage_rows);
+	if (!keys || !kslots) {
+		free(keys);
+		free(kslots);
+		return -ENOMEM;
+	}
+	for (int j = 0; j < n4 && !err; j++) {
+		for (int k = 0; k < 4; k++)
+			ref_input_next(&in, h);
+		/* An entry resembling its group: the compressor's kv base applied to the last
+		 * token's state, normalised and roped at the group's start. */
+		if (w4) {
+			float *x = e->h_stage + (size_t)cnt * REF_D;
+			for (int i = 0; i < REF_D; i++) {
+				float s = 0.0f;
+				for (int q = 0; q < REF_HID; q++)
+					s += w4->main.w[(size_t)i * REF_HID + q] * h[q];
+				x[i] = s;
+			}
+			ref_rmsnorm(x, REF_D, w4->main.norm_w);
+			ref_rope(x + REF_D - 64, e->freqs, 4 * (int64_t)j);
+			e->h_slots[cnt++] = j;
+			float *kk = keys + (size_t)cntk * REF_ID;
+			for (int i = 0; i < REF_ID; i++) {
+				float s = 0.0f;
+				for (int q = 0; q < REF_HID; q++)
+					s += w4->idx.w[(size_t)i * REF_HID + q] * h[q];
+				kk[i] = s;
+			}
+			ref_rmsnorm(kk, REF_ID, w4->idx.norm_w);
+			ref_rope(kk + REF_ID - 64, e->freqs, 4 * (int64_t)j);
+			ref_hadamard128(kk);
+			kslots[cntk++] = j;
+		}
+		if (cnt == e->stage_rows || (j == n4 - 1 && cnt)) {
+			err = encode_main(e, e->tmpl_c4, 64, cnt);
+			if (!err) {
+				memcpy(e->h_stage, keys, sizeof(float) * (size_t)cntk * REF_ID);
+				memcpy(e->h_slots, kslots, sizeof(int64_t) * (size_t)cntk);
+				err = encode_index(e, e->tmpl_pages, cntk);
+			}
+			cnt = cntk = 0;
+		}
+	}
+	free(keys);
+	free(kslots);
+	/* C128: one entry per 128 tokens from the same stream's statistics. */
+	for (int j = 0; j < n_tokens / 128 && w128 && !err; j++) {
+		ref_input_next(&in, h);
+		float *x = e->h_stage;
+		for (int i = 0; i < REF_D; i++) {
+			float s = 0.0f;
+			for (int q = 0; q < REF_HID; q++)
+				s += w128->main.w[(size_t)i * REF_HID + q] * h[q];
+			x[i] = s;
+		}
+		ref_rmsnorm(x, REF_D, w128->main.norm_w);
+		ref_rope(x + REF_D - 64, e->freqs, 128 * (int64_t)j);
+		e->h_slots[0] = j;
+		err = encode_main(e, e->tmpl_c128, 2, 1);
+	}
+	if (!err)
+		err = strata_dev_sync(e->dev);
+	if (!err)
+		e->tmpl_tokens = n_tokens;
+	return err;
+}
+
+int strata_ref_engine_fill(strata_ref_engine *e, int req, int n_tokens)
+{
+	if (!e || req < 0 || req >= e->cfg.n_req || n_tokens < 0 || e->len[req] != 0)
+		return -EINVAL;
+	if (n_tokens > e->cfg.max_ctx)
+		return -ENOSPC;
+	int err = fill_template(e, n_tokens);
+	int nb = (n_tokens + 255) / 256;
+	for (int l = 0; l < e->m.n_layers && !err; l++) {
+		ref_lay *L = &e->lay[l];
+		if (L->w.ratio == 4) {
+			size_t cs = strata_main_block_stride(64);
+			size_t ps = (size_t)64 * strata_index_entry_bytes(e->m.index_fmt);
+			err = strata_dev_copy(e->dev, L->c4 + (size_t)req * e->nblk * cs, e->tmpl_c4,
+					      (size_t)nb * cs, NULL);
+			if (!err)
+				err = strata_dev_copy(e->dev, L->pages + (size_t)req * e->nblk * ps,
+						      e->tmpl_pages, (size_t)nb * ps, NULL);
+		} else if (L->w.ratio == 128) {
+			size_t cs = strata_main_block_stride(2);
+			err = strata_dev_copy(e->dev, L->c128 + (size_t)req * e->nblk * cs, e->tmpl_c128,
+					      (size_t)nb * cs, NULL);
+		}
+	}
+	/* The window ring: the last 128 tokens through the real path. */
+	int64_t first = n_tokens > 128 ? n_tokens - 128 : 0;
+	for (int64_t t = first; t < n_tokens && !err; t++) {
+		ref_input_next(&e->in[req], e->h_hid);
+		for (int l = 0; l < e->m.n_layers && !err; l++) {
+			ref_window_entry(&e->lay[l].w, e->h_hid, t, e->freqs, e->h_stage);
+			e->h_slots[0] = (int64_t)req * 128 + t % 128;
+			err = encode_main(e, e->lay[l].win, 64, 1);
+		}
+	}
+	if (!err)
+		err = ref_fetch_filled(e, req, n_tokens / 4);
+	if (!err)
+		e->len[req] = n_tokens;
+	return err;
 }

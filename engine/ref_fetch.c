@@ -179,3 +179,25 @@ int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const in
 					     e->side);
 	return err;
 }
+
+int ref_fetch_filled(strata_ref_engine *e, int req, int n_entries)
+{
+	if (!e->hc)
+		return 0;
+	uint8_t **tab = malloc(sizeof *tab * e->nblk);
+	if (!tab)
+		return -ENOMEM;
+	size_t req_bytes = (size_t)e->nblk * strata_main_block_stride(64);
+	int err = 0;
+	for (int l = 0; l < e->m.n_layers && !err; l++) {
+		ref_lay *L = &e->lay[l];
+		if (L->w.ratio != 4)
+			continue;
+		for (int b = 0; b < e->nblk; b++)
+			tab[b] = L->c4 + req_bytes * req + strata_main_block_stride(64) * b;
+		err = strata_hotcache_bind_host_blocks(e->hc, L->csa * e->cfg.n_req + req, tab,
+						       e->nblk, n_entries, NULL);
+	}
+	free(tab);
+	return err;
+}

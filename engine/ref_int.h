@@ -38,12 +38,12 @@ typedef struct ref_layer_w {
 	float *w_win;             /* [512][REF_HID] */
 	float *win_norm;          /* [512] */
 	float *w_q;               /* [512][REF_HID] */
-	float *q_head;            /* [heads][REF_HID] */
+	float *q_head;            /* [heads][512] per-head gains */
 	float *sink;              /* [heads] */
 	ref_comp main;            /* ratio 4 or 128 */
 	ref_comp idx;             /* ratio 4 only: the indexer's compressor, d = 128 */
 	float *w_iq;              /* [128][REF_HID] */
-	float *iq_head;           /* [index_heads][REF_HID] */
+	float *iq_head;           /* [index_heads][128] per-head gains */
 	float *w_iw;              /* [index_heads][REF_HID] */
 } ref_layer_w;
 

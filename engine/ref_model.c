@@ -232,7 +232,7 @@ int ref_layer_init(ref_layer_w *w, const strata_model *m, int layer, uint64_t se
 	w->w_win = alloc_floats(dn);
 	w->win_norm = alloc_floats(REF_D);
 	w->w_q = alloc_floats(dn);
-	w->q_head = alloc_floats((size_t)m->n_heads * REF_HID);
+	w->q_head = alloc_floats((size_t)m->n_heads * REF_D);
 	w->sink = alloc_floats((size_t)m->n_heads);
 	float *base = alloc_floats(dn);
 	int err = -ENOMEM;
@@ -244,7 +244,7 @@ int ref_layer_init(ref_layer_w *w, const strata_model *m, int layer, uint64_t se
 	fill_related(base, dn, NULL, 1, 0.0f, 0.3f, &brng);
 	fill_related(w->w_win, dn, base, dn, 1.0f, 0.05f, &rng);
 	fill_related(w->w_q, dn, base, dn, 1.0f, 0.05f, &rng);
-	for (int i = 0; i < m->n_heads * REF_HID; i++)
+	for (int i = 0; i < m->n_heads * REF_D; i++)
 		w->q_head[i] = 1.0f + 0.5f * ref_rng_uniform(&rng);
 	for (int i = 0; i < REF_D; i++)
 		w->win_norm[i] = 1.0f + 0.1f * ref_rng_uniform(&rng);
@@ -261,7 +261,7 @@ int ref_layer_init(ref_layer_w *w, const strata_model *m, int layer, uint64_t se
 			goto out;
 		size_t in = (size_t)REF_ID * REF_HID;
 		w->w_iq = alloc_floats(in);
-		w->iq_head = alloc_floats((size_t)m->index_heads * REF_HID);
+		w->iq_head = alloc_floats((size_t)m->index_heads * REF_ID);
 		w->w_iw = alloc_floats((size_t)m->index_heads * REF_HID);
 		float *ibase = alloc_floats(in);
 		err = -ENOMEM;
@@ -273,10 +273,10 @@ int ref_layer_init(ref_layer_w *w, const strata_model *m, int layer, uint64_t se
 		fill_related(ibase, in, NULL, 1, 0.0f, 0.3f, &irng);
 		fill_related(w->w_iq, in, ibase, in, 1.0f, 0.05f, &rng);
 		free(ibase);
-		for (int i = 0; i < m->index_heads * REF_HID; i++) {
+		for (int i = 0; i < m->index_heads * REF_ID; i++)
 			w->iq_head[i] = 1.0f + 0.5f * ref_rng_uniform(&rng);
+		for (int i = 0; i < m->index_heads * REF_HID; i++)
 			w->w_iw[i] = 0.2f + 0.1f * ref_rng_uniform(&rng);
-		}
 	}
 	err = 0;
 out:
@@ -312,12 +312,14 @@ void ref_window_entry(const ref_layer_w *w, const float *h, int64_t t, const dou
 void ref_query(const ref_layer_w *w, int heads, const float *h, int64_t t,
 	       const double *freqs, float *q)
 {
-	float hh[REF_HID];
+	/* One projection, then a per-head elementwise gain: heads differ, and the cost
+	 * stays 512 per head (flash: 64 heads x 43 layers per token). */
+	float base[REF_D];
+	matvec(w->w_q, REF_D, h, base);
 	for (int k = 0; k < heads; k++) {
-		for (int j = 0; j < REF_HID; j++)
-			hh[j] = h[j] * w->q_head[k * REF_HID + j];
 		float *qk = q + (size_t)k * REF_D;
-		matvec(w->w_q, REF_D, hh, qk);
+		for (int i = 0; i < REF_D; i++)
+			qk[i] = base[i] * w->q_head[(size_t)k * REF_D + i];
 		ref_rope(qk + REF_D - 64, freqs, t);
 	}
 }
@@ -325,12 +327,12 @@ void ref_query(const ref_layer_w *w, int heads, const float *h, int64_t t,
 void ref_index_query(const ref_layer_w *w, int iheads, const float *h, int64_t t,
 		     const double *freqs, float *q, float *wts)
 {
-	float hh[REF_HID];
+	float base[REF_ID];
+	matvec(w->w_iq, REF_ID, h, base);
 	for (int k = 0; k < iheads; k++) {
-		for (int j = 0; j < REF_HID; j++)
-			hh[j] = h[j] * w->iq_head[k * REF_HID + j];
 		float *qk = q + (size_t)k * REF_ID;
-		matvec(w->w_iq, REF_ID, hh, qk);
+		for (int i = 0; i < REF_ID; i++)
+			qk[i] = base[i] * w->iq_head[(size_t)k * REF_ID + i];
 		ref_rope(qk + REF_ID - 64, freqs, t);
 		ref_hadamard128(qk);
 	}

@@ -266,6 +266,9 @@ uint64_t strata_ref_engine_cache_hash(strata_ref_engine *e, int req)
 {
 	if (!e || req < 0 || req >= e->cfg.n_req)
 		return 0;
+	/* Write-backs to the host tier may still be in flight on the side stream. */
+	if (strata_dev_sync(e->dev))
+		return 0;
 	XXH3_state_t *x = XXH3_createState();
 	if (!x)
 		return 0;

@@ -174,8 +174,13 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 	float *scores = mem; /* [max_rows][max_limit] */
 	uint64_t *keys = (uint64_t *)(((uintptr_t)(scores + lim_all * p->max_rows) + 7) & ~(uintptr_t)7);
 	size_t eb = strata_index_entry_bytes(p->fmt), page_bytes = (size_t)p->B * eb;
-	float qf[STRATA_INDEXER_MAX_ROWS][8 * IDX_DIM]; /* 8 heads of q at a time, as floats */
-	float kv[IDX_DIM], z[8];
+	/* the request's queries as floats, [row][head][128] (at most 256 KiB) */
+	float *qf = malloc(sizeof(float) * (size_t)p->max_rows * p->heads * IDX_DIM);
+	float kv[IDX_DIM];
+	if (!qf) {
+		free(own);
+		return -ENOMEM;
+	}
 
 	for (int req = 0; req < p->n_req; req++) {
 		int r0 = p->req_rows[req], nr = p->req_rows[req + 1] - r0, maxlim = 0;
@@ -188,38 +193,30 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 		}
 		if (!maxlim)
 			continue;
-		for (int i = 0; i < nr; i++)
-			memset(scores + (size_t)i * lim_all, 0, (size_t)maxlim * sizeof(float));
-		/* Head groups of 8 keep the converted queries in L1; keys are re-read per
-		 * group (page bytes are small next to the 8 x 128 x rows multiply-adds). */
-		for (int h0 = 0; h0 < p->heads; h0 += 8) {
-			int nh = p->heads - h0 < 8 ? p->heads - h0 : 8;
-			for (int i = 0; i < nr; i++)
-				for (int h = 0; h < nh; h++)
-					for (int d = 0; d < IDX_DIM; d++)
-						qf[i][h * IDX_DIM + d] = codec_bf16_decode(
-							p->q[((size_t)(r0 + i) * p->heads + h0 + h) * IDX_DIM + d]);
-			for (int j = 0; j < maxlim; j++) {
-				int32_t page = p->page_table[(size_t)req * p->max_pages + j / p->B];
-				if (page < 0) {
-					free(own);
-					return -EINVAL;
+		for (size_t e = 0; e < (size_t)nr * p->heads * IDX_DIM; e++)
+			qf[e] = codec_bf16_decode(p->q[(size_t)r0 * p->heads * IDX_DIM + e]);
+		/* each key is dequantised once and scored for every row of the request */
+		for (int j = 0; j < maxlim; j++) {
+			int32_t page = p->page_table[(size_t)req * p->max_pages + j / p->B];
+			if (page < 0) {
+				err = -EINVAL;
+				goto out;
+			}
+			float ks;
+			idx_key_dequant(p->fmt, p->pages + (size_t)page * page_bytes, p->B, j % p->B,
+					kv, &ks);
+			for (int i = 0; i < nr; i++) {
+				int lim = p->row_limit[r0 + i];
+				if (lim <= p->topk || j >= lim)
+					continue;
+				const float *w = p->w + (size_t)(r0 + i) * p->heads;
+				const float *qr = qf + (size_t)i * p->heads * IDX_DIM;
+				float acc = 0.0f;
+				for (int h = 0; h < p->heads; h++) {
+					float z = dot128(qr + (size_t)h * IDX_DIM, kv);
+					acc += w[h] * (z > 0.0f ? z : 0.0f);
 				}
-				float ks;
-				idx_key_dequant(p->fmt, p->pages + (size_t)page * page_bytes, p->B,
-						j % p->B, kv, &ks);
-				for (int i = 0; i < nr; i++) {
-					int lim = p->row_limit[r0 + i];
-					if (lim <= p->topk || j >= lim)
-						continue;
-					const float *w = p->w + (size_t)(r0 + i) * p->heads + h0;
-					for (int h = 0; h < nh; h++)
-						z[h] = dot128(&qf[i][h * IDX_DIM], kv);
-					float acc = scores[(size_t)i * lim_all + j];
-					for (int h = 0; h < nh; h++)
-						acc += w[h] * (z[h] > 0.0f ? z[h] : 0.0f) * ks;
-					scores[(size_t)i * lim_all + j] = acc;
-				}
+				scores[(size_t)i * lim_all + j] = acc * ks;
 			}
 		}
 		for (int i = 0; i < nr; i++) {
@@ -228,8 +225,10 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 				emit_selected(p, r0 + i, lim, scores + (size_t)i * lim_all, keys);
 		}
 	}
+out:
+	free(qf);
 	free(own);
-	return 0;
+	return err;
 }
 
 #ifndef STRATA_HAVE_CUDA

@@ -1,0 +1,220 @@
+/*
+ * `strata bench decode`: the attention side of a decode step (index scan, top-k,
+ * fetch, sparse attention; every layer) of the reference engine, for HiSparse (C4
+ * main on the pinned host tier behind prefetch/'s hot cache), all-resident (the limit
+ * measured in the same run) and synchronous swap-in (every selected entry gathered on
+ * the compute stream right after top-k, no cache, no prediction: SGLang today).
+ * Contexts are given a synthetic fill (strata_ref_engine_fill) so that 1M tokens take
+ * seconds; the decode steps are exact. Reports step time (median, p99) and its ratio
+ * to all-resident, device bytes per request, the hit rate, whether the outputs of all
+ * three modes are bit-identical, and how many requests of the largest context fit a
+ * device budget in each mode.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "engine/engine.h"
+
+static const char *usage =
+	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
+	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
+	"                           [--device-gib G] [--host-gib G]\n"
+	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
+	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
+	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
+	"and the device budget sets the 'requests that fit' figure (default 120 / 96).\n"
+	"--check: the three modes' outputs must be bit-identical (exit 1 otherwise).";
+
+static int parse_list(const char *s, uint64_t *out, int max)
+{
+	int n = 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	for (char *tok = strtok(buf, ","); tok && n < max; tok = strtok(NULL, ",")) {
+		if (strata_parse_count(tok, &out[n]) || !out[n])
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+typedef struct point {
+	int ok;
+	double med_ms, p99_ms, hit;
+	uint64_t dev_per_req, digest;
+} point;
+
+static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
+		     strata_ref_mode mode, int ctx, int batch, int hot, int uniform, point *pt)
+{
+	strata_ref_config c = STRATA_REF_CONFIG_INIT;
+	c.model = *m;
+	c.mode = mode;
+	c.n_req = batch;
+	c.max_ctx = ctx + o->warmup + o->reps + 1;
+	c.hot_slots = hot;
+	c.seed = o->seed;
+	c.inputs = uniform ? STRATA_REF_UNIFORM : STRATA_REF_STRUCTURED;
+	strata_ref_engine *e = NULL;
+	double *t = calloc((size_t)o->reps, sizeof *t);
+	int err = t ? strata_ref_engine_create(dev, &c, &e) : -ENOMEM;
+	for (int r = 0; r < batch && !err; r++)
+		err = strata_ref_engine_fill(e, r, ctx);
+	for (int s = 0; s < o->warmup && !err; s++)
+		err = strata_ref_engine_decode_step(e);
+	strata_ref_stats st0 = { 0 }, st;
+	if (!err)
+		strata_ref_engine_stats(e, &st0);
+	for (int s = 0; s < o->reps && !err; s++) {
+		err = strata_ref_engine_decode_step(e);
+		strata_ref_engine_stats(e, &st);
+		t[s] = (double)st.last_attn_ns / 1e6;
+	}
+	if (!err) {
+		strata_ref_engine_stats(e, &st);
+		bench_stats bs = bench_stats_of(t, o->reps);
+		pt->med_ms = bs.median;
+		pt->p99_ms = bs.p99;
+		uint64_t h = st.hits - st0.hits, mi = st.misses - st0.misses;
+		pt->hit = h + mi ? (double)h / (double)(h + mi) : 0.0;
+		pt->dev_per_req = st.device_bytes / (uint64_t)batch;
+		pt->digest = strata_ref_engine_digest(e);
+		pt->ok = 1;
+	}
+	strata_ref_engine_destroy(e);
+	free(t);
+	(void)cmp_d;
+	return err;
+}
+
+int strata_bench_decode(int argc, char **argv)
+{
+	bench_opts o;
+	if (bench_parse_common(&argc, argv, &o, usage))
+		return 2;
+	const char *model = o.quick ? "tiny" : "flash";
+	uint64_t ctxs[8], batches[8];
+	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
+	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
+	int uniform = 0, hot = 0;
+	double dev_gib = 120, host_gib = 96;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--uniform")) {
+			uniform = 1;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "bench decode: unknown or incomplete argument '%s'\n%s\n", a, usage);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--model"))
+			model = v;
+		else if (!strcmp(a, "--contexts"))
+			n_ctx = parse_list(v, ctxs, 8);
+		else if (!strcmp(a, "--batches"))
+			n_b = parse_list(v, batches, 8);
+		else if (!strcmp(a, "--hot"))
+			hot = atoi(v);
+		else if (!strcmp(a, "--device-gib"))
+			dev_gib = atof(v);
+		else if (!strcmp(a, "--host-gib"))
+			host_gib = atof(v);
+		else {
+			fprintf(stderr, "bench decode: unknown argument '%s'\n%s\n", a, usage);
+			return 2;
+		}
+	}
+	strata_model m = STRATA_MODEL_INIT;
+	if (strata_model_preset(model, &m) || n_ctx < 1 || n_b < 1) {
+		fprintf(stderr, "bench decode: bad --model, --contexts or --batches\n");
+		return 2;
+	}
+	strata_dev_config dc = STRATA_DEV_CONFIG_INIT;
+	dc.backend = o.backend;
+	strata_dev *dev = NULL;
+	int err = strata_dev_open(&dc, &dev);
+	if (err) {
+		fprintf(stderr, "bench decode: %s\n", strata_strerror(err));
+		return 1;
+	}
+	bench_out *out = bench_out_open(&o, "decode", dev);
+	bench_out_note(out, "model %s, %s inputs, attention side per step (scan, top-k, fetch, "
+		       "attention; all %d layers), %d warm-up + %d timed steps",
+		       m.name, uniform ? "uniform" : "structured", m.n_layers, o.warmup, o.reps);
+	static const char *names[3] = { "all-resident", "hisparse", "swapin" };
+	int check_failed = 0;
+	uint64_t dev_budget = (uint64_t)(dev_gib * 1073741824.0);
+	uint64_t host_budget = (uint64_t)(host_gib * 1073741824.0);
+	for (int ci = 0; ci < n_ctx; ci++)
+		for (int bi = 0; bi < n_b; bi++) {
+			int ctx = (int)ctxs[ci], batch = (int)batches[bi];
+			strata_sizes sz;
+			strata_model_sizes(&m, (uint64_t)ctx, &sz);
+			point pt[3] = { { 0 } };
+			for (int mode = 0; mode < 3; mode++) {
+				uint64_t need_dev = (mode == 0 ? sz.total_bytes : sz.device_offloaded) *
+						    (uint64_t)batch;
+				uint64_t need_host = mode == 0 ? 0 : sz.c4_main_bytes * (uint64_t)batch;
+				if (need_dev > dev_budget || need_host > host_budget) {
+					bench_out_note(out, "%s ctx %d batch %d: skipped (needs %.1f GiB device, "
+						       "%.1f GiB host)", names[mode], ctx, batch,
+						       need_dev / 1073741824.0, need_host / 1073741824.0);
+					continue;
+				}
+				err = run_point(dev, &o, &m, (strata_ref_mode)mode, ctx, batch, hot, uniform,
+						&pt[mode]);
+				if (err) {
+					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
+						       batch, strata_strerror(err));
+					pt[mode].ok = 0;
+				}
+			}
+			for (int mode = 0; mode < 3; mode++) {
+				if (!pt[mode].ok)
+					continue;
+				const char *same = !pt[0].ok ? "n/a"
+						   : pt[mode].digest == pt[0].digest ? "yes" : "NO";
+				if (o.check && pt[0].ok && pt[mode].digest != pt[0].digest)
+					check_failed = 1;
+				bench_out_row(out, "context", bench_fmt("%.0f", ctx), "batch",
+					      bench_fmt("%.0f", batch), "mode", names[mode],
+					      "step_ms", bench_fmt("%.3f", pt[mode].med_ms),
+					      "p99_ms", bench_fmt("%.3f", pt[mode].p99_ms),
+					      "vs_resident", pt[0].ok ? bench_fmt("%.3f", pt[mode].med_ms / pt[0].med_ms) : "n/a",
+					      "dev_MiB_per_req", bench_fmt("%.1f", pt[mode].dev_per_req / 1048576.0),
+					      "dev_vs_resident", pt[0].ok ? bench_fmt("%.3f", (double)pt[mode].dev_per_req / (double)pt[0].dev_per_req) : "n/a",
+					      "hit_rate", mode == 1 ? bench_fmt("%.3f", pt[mode].hit) : "-",
+					      "identical", same, NULL);
+			}
+		}
+	/* How many requests of the largest context fit the device budget (analytic
+	 * FORMATS.md sizes; the hot cache, 2 x top-k entries per CSA layer, added). */
+	uint64_t big = ctxs[n_ctx - 1];
+	strata_sizes sz;
+	strata_model_sizes(&m, big, &sz);
+	uint64_t hot_b = (uint64_t)(hot ? hot : 2 * m.index_topk) * STRATA_MAIN_ENTRY_BYTES *
+			 (uint64_t)strata_model_count(&m, 4);
+	bench_out_note(out, "%llu-token requests in a %.0f GiB device budget: all-resident %llu, "
+		       "HiSparse %llu (device bytes per request %.1f MiB vs %.1f MiB, ratio %.3f)",
+		       (unsigned long long)big, dev_gib,
+		       (unsigned long long)(dev_budget / sz.total_bytes),
+		       (unsigned long long)(dev_budget / (sz.device_offloaded + hot_b)),
+		       sz.total_bytes / 1048576.0, (sz.device_offloaded + hot_b) / 1048576.0,
+		       (double)(sz.device_offloaded + hot_b) / (double)sz.total_bytes);
+	bench_out_close(out);
+	strata_dev_close(dev);
+	if (check_failed)
+		fprintf(stderr, "bench decode: --check failed: outputs differ between modes\n");
+	return check_failed ? 1 : 0;
+}
