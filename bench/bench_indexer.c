@@ -31,10 +31,12 @@
 
 static const char *usage =
 	"usage: strata bench indexer [--model flash|pro] [--ctx 32K,128K,...] [--batch 1,8,...]\n"
-	"                            [--rows 1,2,4] [--fmt mxfp4,fp8]\n"
+	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--phases]\n"
 	"  Sweeps contexts (tokens; C4 entries = tokens / 4), batch sizes, query rows per\n"
 	"  request (MTP) and key formats; times scan + top-k per layer against a streaming\n"
-	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.";
+	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.\n"
+	"  --phases (GPU): also time the memset, scan, filter and select launches apart\n"
+	"  (medians, us; columns mset_us scan_us filt_us sel_us).";
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -90,6 +92,7 @@ static uint8_t *make_pages(strata_index_fmt fmt, int n_pages, int B, uint64_t se
 
 typedef struct point_res {
 	double idx_us, idx_min, stream_us, gemm_us, naive_us, roof_us;
+	double ph_us[4]; /* --phases: memset, scan, filter, select */
 	int checked, check_ok;
 } point_res;
 
@@ -162,10 +165,14 @@ int strata_bench_indexer(int argc, char **argv)
 	const char *model = "flash";
 	uint64_t ctx[MAX_LIST] = { 32768, 131072, 524288, 1048576 }, bat[MAX_LIST] = { 1, 8, 32, 64 },
 		 rws[MAX_LIST] = { 1, 2, 4 };
-	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0;
+	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
+		if (!strcmp(argv[i], "--phases")) {
+			phases = 1;
+			continue;
+		}
 		if (!strcmp(argv[i], "--model") && v)
 			model = v;
 		else if (!strcmp(argv[i], "--ctx") && v)
@@ -388,6 +395,20 @@ int strata_bench_indexer(int argc, char **argv)
 				res.idx_us = bs.median;
 				res.idx_min = bs.min;
 			}
+			if (phases && gpu && !err) {
+				double *pt = malloc(sizeof(double) * (size_t)o.reps * 4);
+				if (!pt)
+					err = -ENOMEM;
+				for (int r = -warm; r < o.reps && !err; r++) {
+					float ms[4];
+					err = strata_k_indexer_phases(dev, &p, st, ms);
+					for (int f = 0; f < 4 && r >= 0 && !err; f++)
+						pt[(size_t)f * o.reps + r] = ms[f] * 1e3;
+				}
+				for (int f = 0; f < 4 && !err; f++)
+					res.ph_us[f] = median_of(pt + (size_t)f * o.reps, o.reps);
+				free(pt);
+			}
 			const size_t key_bytes = (size_t)nreq * ppr * pb;
 			const double flops = 2.0 * H * 128.0 * keys * nrows;
 			if (gpu && !err) {
@@ -483,7 +504,10 @@ int strata_bench_indexer(int argc, char **argv)
 					      "TFLOPs", bench_fmt("%.1f", flops / (res.idx_us * 1e6)),
 					      "target", target,
 					      "check", !o.check ? "-" : res.check_ok ? "ok" : "FAIL",
-					      NULL);
+					      phases ? "mset_us" : NULL, bench_fmt("%.1f", res.ph_us[0]),
+					      "scan_us", bench_fmt("%.1f", res.ph_us[1]),
+					      "filt_us", bench_fmt("%.1f", res.ph_us[2]),
+					      "sel_us", bench_fmt("%.1f", res.ph_us[3]), NULL);
 			}
 		point_done:
 			strata_dev_free(dev, dq);

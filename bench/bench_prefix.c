@@ -92,32 +92,44 @@ static int bench_lookup(bench_out *out, const bench_opts *o, const char *dir)
 	return rc ? 1 : 0;
 }
 
-/* The NVMe store's own bandwidth on this device: 1 MiB records, queue full. */
-static int nvme_limit(const char *dir, uint64_t bytes, double *wr, double *rd)
+/* The NVMe store's own bandwidth on this device, measured now in a store file of its
+ * own: n records of len[i] bytes, written from and read back into dst[i] with the queue
+ * kept full (the store's default depth, as the prefix store uses). The read figure is
+ * the median of reps passes after a warm-up. */
+static int nvme_limit(const char *dir, int n, const size_t *len, uint8_t *const *dst, int reps,
+		      double *wr, double *rd)
 {
 	char path[8192];
 	snprintf(path, sizeof path, "%s/limit.strata", dir);
+	uint64_t bytes = 0, cap = 64ull << 20;
+	for (int i = 0; i < n; i++) {
+		bytes += len[i];
+		cap += strata_nvme_record_bytes(len[i]);
+	}
 	strata_nvme_config cfg = STRATA_NVME_CONFIG_INIT;
 	cfg.path = path;
-	cfg.capacity_bytes = bytes + (64ull << 20);
+	cfg.capacity_bytes = cap;
 	cfg.flags = STRATA_NVME_CREATE;
 	strata_nvme_store *s = NULL;
 	int rc = strata_nvme_open(&cfg, &s);
 	if (rc)
 		return rc;
-	size_t rec = 1u << 20;
-	int n = (int)((bytes + rec - 1) / rec);
 	strata_nvme_op *ops = calloc((size_t)n, sizeof *ops), **ptr = calloc((size_t)n, sizeof *ptr);
-	uint8_t *buf = malloc(rec * (size_t)n);
+	double *t = calloc((size_t)reps + 1, sizeof *t);
 	strata_nvme_op *done[64];
-	uint64_t seed = 1;
-	fx_fill(buf, rec * (size_t)n, seed);
-	for (int pass = 0; pass < 2 && !rc; pass++) {
+	if (!ops || !ptr || !t)
+		rc = -ENOMEM;
+	for (int i = 0; i < n && !rc; i++)
+		fx_fill(dst[i], len[i], (uint64_t)i + 1);
+	for (int pass = -1; pass <= reps && !rc; pass++) {
 		for (int i = 0; i < n; i++) {
-			ops[i].kind = pass ? STRATA_NVME_OP_READ : STRATA_NVME_OP_WRITE;
+			strata_page_handle h = ops[i].handle;
+			memset(&ops[i], 0, sizeof ops[i]);
+			ops[i].kind = pass < 0 ? STRATA_NVME_OP_WRITE : STRATA_NVME_OP_READ;
 			ops[i].key.lo = (uint64_t)i;
-			ops[i].buf = buf + rec * (size_t)i;
-			ops[i].len = rec;
+			ops[i].buf = dst[i];
+			ops[i].len = len[i];
+			ops[i].handle = h;
 			ptr[i] = &ops[i];
 		}
 		uint64_t t0 = strata_now_ns();
@@ -134,17 +146,81 @@ static int nvme_limit(const char *dir, uint64_t bytes, double *wr, double *rd)
 					rc = done[j]->result;
 			fin += r > 0 ? r : 0;
 		}
-		if (!pass && !rc)
+		if (pass < 0 && !rc)
 			rc = strata_nvme_sync(s);
-		double t = secs(strata_now_ns() - t0);
-		*(pass ? rd : wr) = (double)rec * n / t / 1e9;
+		double sec = secs(strata_now_ns() - t0);
+		if (pass < 0)
+			*wr = (double)bytes / sec / 1e9;
+		else if (pass > 0)
+			t[pass - 1] = sec; /* pass 0 warms up */
 	}
-	free(buf);
+	if (!rc)
+		*rd = (double)bytes / bench_stats_of(t, reps).median / 1e9;
+	free(t);
 	free(ptr);
 	free(ops);
 	strata_nvme_destroy(s);
 	unlink(path);
 	return rc;
+}
+
+/* The 1 MiB-record limit: the store at its best, for the store row. */
+static int nvme_limit_1m(const char *dir, uint64_t bytes, int reps, double *wr, double *rd)
+{
+	size_t rec = 1u << 20;
+	int n = (int)((bytes + rec - 1) / rec);
+	size_t *len = malloc((size_t)n * sizeof *len);
+	uint8_t **dst = malloc((size_t)n * sizeof *dst);
+	uint8_t *buf = NULL;
+	int rc = -ENOMEM;
+	if (len && dst && !posix_memalign((void **)&buf, 4096, rec * (size_t)n)) {
+		for (int i = 0; i < n; i++) {
+			len[i] = rec;
+			dst[i] = buf + rec * (size_t)i;
+		}
+		rc = nvme_limit(dir, n, len, dst, reps, wr, rd);
+	}
+	free(buf);
+	free(dst);
+	free(len);
+	return rc;
+}
+
+/* Caller memory for a restore of `pages` pages: per (layer, family) one array, 4 KiB
+ * aligned, in host memory or in device memory. Released with free_into. */
+static int alloc_into(strata_dev *dev, const strata_model *m, uint32_t pages, bool device,
+		      strata_prefix_restored *res)
+{
+	for (int l = 0; l < m->n_layers; l++)
+		for (int f = 0; f < STRATA_PFX_FAMILIES; f++) {
+			if (!strata_prefix_has(m, l, (strata_prefix_family)f))
+				continue;
+			size_t b = strata_prefix_page_bytes(m, (strata_prefix_family)f) * pages;
+			int rc = device ? strata_dev_alloc(dev, b, &res->into[l][f])
+					: posix_memalign(&res->into[l][f], 4096, b) ? -ENOMEM : 0;
+			if (rc)
+				return rc;
+			if (!device)
+				memset(res->into[l][f], 0, b); /* fault it in now, not in the restore */
+		}
+	if (posix_memalign(&res->into_state, 4096, strata_prefix_state_bytes(m)))
+		return -ENOMEM;
+	memset(res->into_state, 0, strata_prefix_state_bytes(m));
+	return 0;
+}
+
+static void free_into(strata_dev *dev, bool device, strata_prefix_restored *res)
+{
+	for (int l = 0; l < STRATA_MAX_LAYERS; l++)
+		for (int f = 0; f < STRATA_PFX_FAMILIES; f++) {
+			if (device)
+				strata_dev_free(dev, res->into[l][f]);
+			else
+				free(res->into[l][f]);
+			res->into[l][f] = NULL;
+		}
+	free(res->into_state);
+	res->into_state = NULL;
 }
 
 static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir,
@@ -155,11 +231,17 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 		return 2;
 	fx_seq *s = fx_seq_make(&m, pages, 0, o->seed, o->seed + 1, 16);
 	uint64_t page_bytes = 0;
+	int n_rec = 0;
 	for (int l = 0; l < m.n_layers; l++)
 		for (int f = 0; f < STRATA_PFX_FAMILIES; f++)
-			if (strata_prefix_has(&m, l, (strata_prefix_family)f))
+			if (strata_prefix_has(&m, l, (strata_prefix_family)f)) {
 				page_bytes += strata_prefix_page_bytes(&m, (strata_prefix_family)f) * pages;
+				n_rec += (int)pages;
+			}
 	uint64_t state = fx_state_bytes(&m) * (uint64_t)s->n_ck;
+	/* A restore moves this rank's pages and one checkpoint's state. */
+	uint64_t sb = strata_prefix_state_bytes(&m);
+	n_rec += m.n_layers;
 	strata_prefix_config cfg = STRATA_PREFIX_CONFIG_INIT;
 	cfg.dir = dir;
 	cfg.model = &m;
@@ -174,32 +256,76 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 		fx_seq_free(s);
 		return 1;
 	}
-	/* Limits measured now, on this machine: NVMe store bandwidth and a contiguous
-	 * pinned host -> device copy of the same page bytes. */
-	double nv_wr = 0, nv_rd = 0;
-	if ((rc = nvme_limit(dir, page_bytes + state, &nv_wr, &nv_rd)))
+	/* Destinations, the caller's, made before any timing: the device for the host-copy
+	 * restore, 4 KiB-aligned host memory for the NVMe one. */
+	strata_prefix_restored rdev = STRATA_PREFIX_RESTORED_INIT,
+			       rhost = STRATA_PREFIX_RESTORED_INIT;
+	for (int f = 0; f < STRATA_PFX_FAMILIES; f++) {
+		rdev.dest[f] = STRATA_PFX_TO_DEVICE;
+		rhost.dest[f] = STRATA_PFX_TO_HOST;
+	}
+	if ((rc = alloc_into(dev, &m, pages, true, &rdev)) ||
+	    (rc = alloc_into(dev, &m, pages, false, &rhost))) {
+		fprintf(stderr, "restore buffers: %s\n", strata_strerror(rc));
+		goto out;
+	}
+	/* Limits measured now, on this machine: the NVMe store with 1 MiB records and with
+	 * the restore's own records (same sizes, same order, same destinations, same queue
+	 * depth), and a contiguous pinned host -> device copy of the same page bytes. */
+	double nv_wr = 0, nv_rd = 0, pg_wr = 0, pg_rd = 0;
+	if ((rc = nvme_limit_1m(dir, page_bytes + state, o->reps, &nv_wr, &nv_rd)))
 		fprintf(stderr, "nvme limit: %s\n", strata_strerror(rc));
-	void *h = NULL, *d = NULL;
+	size_t *rlen = malloc((size_t)n_rec * sizeof *rlen);
+	uint8_t **rdst = malloc((size_t)n_rec * sizeof *rdst);
+	if (rlen && rdst) {
+		int k = 0;
+		for (int l = 0, off = 0; l < m.n_layers; l++) {
+			rlen[k] = strata_prefix_ring_bytes(&m) + strata_prefix_comp_bytes(&m, l);
+			rdst[k] = (uint8_t *)rhost.into_state + off;
+			off += (int)rlen[k++];
+		}
+		for (uint32_t j = 0; j < pages; j++)
+			for (int l = 0; l < m.n_layers; l++)
+				for (int f = 0; f < STRATA_PFX_FAMILIES; f++)
+					if (rhost.into[l][f]) {
+						rlen[k] = strata_prefix_page_bytes(&m, (strata_prefix_family)f);
+						rdst[k] = (uint8_t *)rhost.into[l][f] + j * rlen[k];
+						k++;
+					}
+		if ((rc = nvme_limit(dir, n_rec, rlen, rdst, o->reps, &pg_wr, &pg_rd)))
+			fprintf(stderr, "nvme page limit: %s\n", strata_strerror(rc));
+	}
+	free(rdst);
+	free(rlen);
+	/* The host-copy restore's limit: the same bytes as two contiguous copies issued
+	 * the way the restore issues its own: the pages pinned host -> device (async on the
+	 * GPU), the state host -> host meanwhile, then one sync. */
+	void *h = NULL, *d = NULL, *hs = NULL, *ds = NULL;
 	double copy = 0;
-	if (!strata_dev_host_alloc(dev, page_bytes, &h) && !strata_dev_alloc(dev, page_bytes, &d)) {
+	double *t = malloc(sizeof(double) * (size_t)(o->reps > 5 ? o->reps : 5));
+	if (!strata_dev_host_alloc(dev, page_bytes, &h) && !strata_dev_alloc(dev, page_bytes, &d) &&
+	    !posix_memalign(&hs, 4096, sb) && !posix_memalign(&ds, 4096, sb)) {
 		memset(h, 1, page_bytes);
-		double *t = malloc(sizeof(double) * (size_t)o->reps);
+		memset(hs, 2, sb);
+		memset(ds, 0, sb);
 		for (int r = -o->warmup; r < o->reps; r++) {
 			uint64_t t0 = strata_now_ns();
 			strata_dev_copy(dev, d, h, page_bytes, NULL);
+			memcpy(ds, hs, sb);
 			strata_dev_sync(dev);
 			if (r >= 0)
 				t[r] = secs(strata_now_ns() - t0);
 		}
-		copy = (double)page_bytes / bench_stats_of(t, o->reps).median / 1e9;
-		free(t);
+		copy = (double)(page_bytes + sb) / bench_stats_of(t, o->reps).median / 1e9;
 	}
+	free(hs);
+	free(ds);
 	strata_dev_host_free(dev, h);
 	strata_dev_free(dev, d);
 
 	/* Store: fresh each rep (evict all first), pages + states to NVMe, synced. */
-	double *t = malloc(sizeof(double) * (size_t)o->reps);
 	int reps = o->reps < 5 ? o->reps : 5;
+	rc = 0;
 	for (int r = 0; r < reps && !rc; r++) {
 		strata_prefix_evict(pfx, 0, 0);
 		uint64_t t0 = strata_now_ns();
@@ -212,57 +338,75 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 		bench_out_row(out, "what", "store", "tokens", bench_fmt("%.0f", pages * 256.0),
 			      "median_ms", bench_fmt("%.2f", st.median * 1e3),
 			      "p99_ms", bench_fmt("%.2f", st.p99 * 1e3), "GB/s", bench_fmt("%.2f", gbs),
-			      "limit", "nvme_write", "limit_GB/s", bench_fmt("%.2f", nv_wr),
+			      "limit", "nvme_write_1M", "limit_GB/s", bench_fmt("%.2f", nv_wr),
 			      "ratio", bench_fmt("%.2f", nv_wr > 0 ? gbs / nv_wr : 0), "target", "-",
 			      "check", "-", NULL);
 	}
-	/* Restore from host copies (all pages to the device), then from the NVMe store. */
+	/* Restore from host copies (all pages to the device), then from the NVMe store (all
+	 * to the host), each into the caller's memory made above. */
 	strata_prefix_hit hit;
 	strata_prefix_lookup(pfx, s->tokens, (uint64_t)pages * 256, &hit);
 	for (int from_nvme = 0; from_nvme < 2 && !rc; from_nvme++) {
 		if (from_nvme)
 			strata_prefix_evict(pfx, 0, UINT64_MAX);
+		strata_prefix_restored *res = from_nvme ? &rhost : &rdev;
 		uint64_t served = 0;
 		for (int r = -o->warmup; r < o->reps && !rc; r++) {
-			strata_prefix_restored res = STRATA_PREFIX_RESTORED_INIT;
-			for (int f = 0; f < STRATA_PFX_FAMILIES; f++)
-				res.dest[f] = from_nvme ? STRATA_PFX_TO_HOST : STRATA_PFX_TO_DEVICE;
 			uint64_t t0 = strata_now_ns();
-			rc = strata_prefix_restore(pfx, &hit, 1, 0, &res);
+			rc = strata_prefix_restore(pfx, &hit, 1, 0, res);
 			strata_dev_sync(dev);
 			if (r >= 0)
 				t[r] = secs(strata_now_ns() - t0);
-			served = from_nvme ? res.bytes_from_nvme : res.bytes_from_host;
-			strata_prefix_restored_release(pfx, &res);
+			served = (from_nvme ? res->bytes_from_nvme : res->bytes_from_host) + sb;
+			strata_prefix_restored_release(pfx, res);
 		}
 		if (rc)
 			break;
 		const char *chk = "-";
 		if (o->check) {
-			strata_prefix_restored res = STRATA_PREFIX_RESTORED_INIT;
+			/* The default path (restore allocates) and, on the host, the caller's
+			 * memory too. */
+			strata_prefix_restored def = STRATA_PREFIX_RESTORED_INIT;
 			for (int f = 0; f < STRATA_PFX_FAMILIES; f++)
-				res.dest[f] = STRATA_PFX_TO_HOST;
-			rc = strata_prefix_restore(pfx, &hit, 1, 0, &res);
-			int diff = rc ? -1 : fx_check_restored(s, &res);
+				def.dest[f] = STRATA_PFX_TO_HOST;
+			rc = strata_prefix_restore(pfx, &hit, 1, 0, &def);
+			int diff = rc ? -1 : fx_check_restored(s, &def);
+			strata_prefix_restored_release(pfx, &def);
+			if (!diff && from_nvme) {
+				memset(rhost.into_state, 0, strata_prefix_state_bytes(&m));
+				rc = strata_prefix_restore(pfx, &hit, 1, 0, &rhost);
+				diff = rc ? -1 : fx_check_restored(s, &rhost);
+				if (!diff && rhost.pages[0][0] != rhost.into[0][0])
+					diff = -2;
+				strata_prefix_restored_release(pfx, &rhost);
+			}
 			chk = diff ? "FAIL" : "ok";
 			bad |= diff != 0;
-			strata_prefix_restored_release(pfx, &res);
 		}
 		bench_stats st = bench_stats_of(t, o->reps);
-		double gbs = (double)served / st.median / 1e9, lim = from_nvme ? nv_rd : copy;
+		double gbs = (double)served / st.median / 1e9, lim = from_nvme ? pg_rd : copy;
 		bench_out_row(out, "what", from_nvme ? "restore_nvme" : "restore_host",
 			      "tokens", bench_fmt("%.0f", pages * 256.0),
 			      "median_ms", bench_fmt("%.2f", st.median * 1e3),
 			      "p99_ms", bench_fmt("%.2f", st.p99 * 1e3), "GB/s", bench_fmt("%.2f", gbs),
-			      "limit", from_nvme ? "nvme_read" : "pinned_copy",
+			      "limit", from_nvme ? "nvme_read_same" : "contig_copy",
 			      "limit_GB/s", bench_fmt("%.2f", lim),
 			      "ratio", bench_fmt("%.2f", lim > 0 ? gbs / lim : 0),
 			      "target", lim > 0 && gbs / lim >= 0.9 ? ">=0.9 ok" : ">=0.9 MISS",
 			      "check", chk, NULL);
 	}
+	bench_out_note(out, "restores move pages + one checkpoint's state (%.1f MB); contig_copy: "
+		       "pinned pages -> device with the state memcpy alongside", sb / 1e6);
+	bench_out_note(out, "nvme_read_same: the store reading the restore's %d records (%.0f KiB "
+		       "average) into the same memory at its queue depth; with 1 MiB records it "
+		       "reads %.2f GB/s", n_rec, n_rec ? (double)(page_bytes + sb) / n_rec / 1024 : 0,
+		       nv_rd);
 	if (rc)
 		fprintf(stderr, "prefix: %s\n", strata_strerror(rc));
 	free(t);
+out:
+	free_into(dev, true, &rdev);
+	free_into(dev, false, &rhost);
 	strata_prefix_close(pfx);
 	fx_seq_free(s);
 	return rc || bad ? 1 : 0;
@@ -322,7 +466,16 @@ int strata_bench_prefix(int argc, char **argv)
 		pages = o.quick ? 8 : 64;
 	char tmpl[] = "/tmp/strata-bench-prefix-XXXXXX", dir[4096];
 	if (dir_arg) {
+		/* mkdir -p: the parents may not exist yet (a fresh machine's /tmp/pfx). */
 		snprintf(dir, sizeof dir, "%s/strata-bench-prefix-%d", dir_arg, (int)getpid());
+		for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+			*p = 0;
+			if (mkdir(dir, 0755) && errno != EEXIST) {
+				fprintf(stderr, "cannot create %s: %s\n", dir, strerror(errno));
+				return 2;
+			}
+			*p = '/';
+		}
 		if (mkdir(dir, 0755)) {
 			fprintf(stderr, "cannot create %s: %s\n", dir, strerror(errno));
 			return 2;

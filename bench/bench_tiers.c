@@ -1,20 +1,29 @@
 /* `strata bench tiers`: the NVMe store's write and random-read bandwidth and IOPS per
- * block size, beside fio (--ioengine=io_uring --direct=1) on the same file, block size
- * and queue depth, run in the same process invocation (BENCH.md rule 1).
+ * block size, beside the device limit measured in the same invocation on the same file,
+ * block size, queue depth and byte range (BENCH.md rule 1):
+ *   raw   an io_uring loop in this process doing what fio's io_uring engine does:
+ *         O_DIRECT, registered (fixed) buffers and file, no header, no hash, no copy,
+ *         queue kept full. Always run; it is the limit where fio is not installed.
+ *   fio   fio --ioengine=io_uring --direct=1 --fixedbufs --registerfiles, when installed.
  *
- * Fair comparison: the store writes a 64-byte header inline, so a record of payload
- * bs - 64 is exactly one bs-sized I/O, the same I/O fio issues. Bandwidths are reported
- * both as payload bytes and as device bytes; the ratios use device bytes and IOPS.
- * The store's figures include everything it does per record: copy through the
- * registered staging slot, XXH3-64 of the payload, header checks on read.
+ * Fair comparison: the store writes a 64-byte trailer in the record's last block, so a
+ * record of payload bs - 64 is exactly one bs-sized I/O, the same I/O raw and fio issue.
+ * Bandwidths are reported both as payload bytes and as device bytes; the ratios use
+ * device bytes and IOPS. The store's figures include everything it does per record:
+ * XXH3-64 of the payload, staging of the last block, trailer checks on read.
  *
- * Phases per block size: store sequential-allocation write of the volume, store random
- * reads of the same volume (uniform over the records, seeded), then fio sequential write
- * and fio random read over the same byte range of the same file. */
+ * Phases per block size: one untimed raw write pass over the byte range first (the
+ * store preallocates with fallocate, and ext4's first write to an unwritten extent
+ * pays a conversion that neither side should be charged for); then per rep: store
+ * sequential-allocation write of the volume, store random reads of the same volume
+ * (uniform over the records, seeded), raw sequential write and raw random read of the
+ * same range; medians over reps. fio runs last over the same range. */
 #define _GNU_SOURCE
 #include "bench/bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,7 +40,8 @@ static const char usage[] =
 	"  --qd N        queue depth, store and fio (default 64)\n"
 	"  --bs LIST     block sizes, e.g. 4K,64K,1M (default 4K,16K,64K,256K,1M;\n"
 	"                --quick 4K,64K,1M)\n"
-	"  --no-fio      skip the fio baseline\n"
+	"  --no-fio      skip the fio baseline (the in-process raw io_uring baseline always\n"
+	"                runs)\n"
 	"  --check       verify every byte read back (a pattern per record; the fill and\n"
 	"                compare are timed too: use it for correctness, not figures)\n";
 
@@ -151,6 +161,103 @@ static phase_result run_phase(strata_nvme_store *s, int write, uint64_t n, unsig
 	free(done);
 	free(rec);
 	free(free_idx);
+	return r;
+}
+
+/* The raw io_uring baseline: n bs-sized I/Os over [4096, 4096 + nrec * bs) of path,
+ * sequential for writes, uniform random record-aligned for reads (fio's randread with
+ * norandommap), qd in flight. Setup (open, ring, registration) is not timed. */
+static phase_result run_raw(const char *path, int write, uint64_t n, unsigned qd, size_t bs,
+			    uint64_t nrec, uint64_t seed, int *direct_out)
+{
+	phase_result r = { 0 };
+	struct io_uring ring;
+	bool ring_ok = false, fixed = false, reg_file = false;
+	uint8_t *bufs = NULL;
+	int *free_idx = NULL, nfree = 0;
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
+	*direct_out = fd >= 0;
+	if (fd < 0 && errno == EINVAL) /* tmpfs: buffered, as the store falls back too */
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		r.errors = 1;
+		r.first_err = -errno;
+		return r;
+	}
+	/* fio 3.3x asks for COOP_TASKRUN and SINGLE_ISSUER when the kernel has them */
+	struct io_uring_params p;
+	memset(&p, 0, sizeof p);
+	p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+	int err = io_uring_queue_init_params(qd, &ring, &p);
+	if (err == -EINVAL) {
+		memset(&p, 0, sizeof p);
+		err = io_uring_queue_init_params(qd, &ring, &p);
+	}
+	if (err)
+		goto fail;
+	ring_ok = true;
+	err = -ENOMEM;
+	if (posix_memalign((void **)&bufs, 4096, (size_t)qd * bs) ||
+	    !(free_idx = calloc(qd, sizeof *free_idx)))
+		goto fail;
+	memset(bufs, 0x3c, (size_t)qd * bs);
+	struct iovec iov = { bufs, (size_t)qd * bs };
+	fixed = io_uring_register_buffers(&ring, &iov, 1) == 0;
+	reg_file = io_uring_register_files(&ring, &fd, 1) == 0;
+	for (unsigned i = 0; i < qd; i++)
+		free_idx[nfree++] = (int)i;
+	uint64_t rng = seed * 131 + 17, next = 0;
+	uint64_t t0 = strata_now_ns();
+	while (r.ops < n) {
+		while (nfree && next < n) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			if (!sqe)
+				break;
+			int j = free_idx[--nfree];
+			uint64_t rec = write ? next : splitmix(&rng) % nrec;
+			uint64_t off = STRATA_NVME_BLOCK + rec * bs;
+			uint8_t *b = bufs + (size_t)j * bs;
+			int f = reg_file ? 0 : fd;
+			if (write && fixed)
+				io_uring_prep_write_fixed(sqe, f, b, (unsigned)bs, off, 0);
+			else if (write)
+				io_uring_prep_write(sqe, f, b, (unsigned)bs, off);
+			else if (fixed)
+				io_uring_prep_read_fixed(sqe, f, b, (unsigned)bs, off, 0);
+			else
+				io_uring_prep_read(sqe, f, b, (unsigned)bs, off);
+			if (reg_file)
+				sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_sqe_set_data64(sqe, (uint64_t)j);
+			next++;
+		}
+		int w = io_uring_submit_and_wait(&ring, 1);
+		if (w < 0 && w != -EINTR && w != -EAGAIN && w != -EBUSY) {
+			err = w;
+			goto fail;
+		}
+		struct io_uring_cqe *cqe;
+		unsigned head, got = 0;
+		io_uring_for_each_cqe(&ring, head, cqe)
+		{
+			if (cqe->res != (int)bs && !r.errors++)
+				r.first_err = cqe->res < 0 ? cqe->res : STRATA_E_SHORTIO;
+			free_idx[nfree++] = (int)io_uring_cqe_get_data64(cqe);
+			r.ops++;
+			got++;
+		}
+		io_uring_cq_advance(&ring, got);
+	}
+	r.secs = (double)(strata_now_ns() - t0) * 1e-9;
+	err = 0;
+fail:
+	if (err && !r.errors++)
+		r.first_err = err;
+	if (ring_ok)
+		io_uring_queue_exit(&ring);
+	free(bufs);
+	free(free_idx);
+	close(fd);
 	return r;
 }
 
@@ -299,8 +406,10 @@ int strata_bench_tiers(int argc, char **argv)
 		       "fio %s%s", file, (unsigned long long)size, (unsigned long long)volume,
 		       qd, reps, fio ? "yes" : no_fio ? "skipped" : "not installed (apt-get install fio)",
 		       o.check ? ", check on" : "");
-	bench_out_note(out, "payload = bs - 64 B (inline header): one bs-sized I/O per record, "
-		       "as fio; ratio = store / fio on device bytes and IOPS");
+	bench_out_note(out, "payload = bs - 64 B (trailer in the last block): one bs-sized I/O per "
+		       "record, as raw and fio; ratio_raw_* = store / raw io_uring (O_DIRECT, "
+		       "fixed buffers and file, same file, range, bs, qd), ratio_* = store / fio; "
+		       "device bytes and IOPS");
 	int status = 0;
 	for (int b = 0; b < nbs && !status; b++) {
 		size_t bs = bss[b], len = bs - HDR;
@@ -333,8 +442,10 @@ int strata_bench_tiers(int argc, char **argv)
 		for (unsigned i = 0; i < qd; i++)
 			if (posix_memalign((void **)&bufs[i], 4096, bs) == 0)
 				memset(bufs[i], 0x5a, bs);
-		double wt[8], rt[8];
-		phase_result w = { 0 }, r = { 0 };
+		double wt[8], rt[8], rwt[8], rrt[8];
+		phase_result w = { 0 }, r = { 0 }, rw, rr;
+		int raw_direct = 0;
+		rw = run_raw(file, 1, nrec, qd, bs, nrec, o.seed, &raw_direct); /* prime */
 		for (int rep = 0; rep < reps && !status; rep++) {
 			if (rep) { /* free the previous rep's records */
 				for (uint64_t i = 0; i < nrec; i++)
@@ -344,6 +455,14 @@ int strata_bench_tiers(int argc, char **argv)
 			r = run_phase(s, 0, nrec, qd, len, bufs, hs, nrec, o.seed, o.check);
 			wt[rep] = w.secs;
 			rt[rep] = r.secs;
+			if (!rw.errors) { /* the store's records are overwritten: its turn is over */
+				rw = run_raw(file, 1, nrec, qd, bs, nrec, o.seed, &raw_direct);
+				rr = run_raw(file, 0, nrec, qd, bs, nrec, o.seed + rep, &raw_direct);
+				rwt[rep] = rw.secs;
+				rrt[rep] = rr.secs;
+				if (rr.errors && !rw.errors)
+					rw = rr;
+			}
 			if (w.errors || r.errors) {
 				fprintf(stderr, "bs %zu: %d write / %d read errors, first: %s\n", bs,
 					w.errors, r.errors,
@@ -364,7 +483,12 @@ int strata_bench_tiers(int argc, char **argv)
 		free(hs);
 		if (status)
 			break;
+		if (rw.errors)
+			bench_out_note(out, "raw io_uring baseline failed for bs %zu: %s", bs,
+				       strata_strerror(rw.first_err));
 		bench_stats ws = bench_stats_of(wt, reps), rs = bench_stats_of(rt, reps);
+		bench_stats rws = rw.errors ? ws : bench_stats_of(rwt, reps);
+		bench_stats rrs = rw.errors ? rs : bench_stats_of(rrt, reps);
 		uint64_t span = nrec * bs;
 		for (int ph = 0; ph < 2; ph++) {
 			fio_result f = { 0 };
@@ -376,6 +500,9 @@ int strata_bench_tiers(int argc, char **argv)
 			}
 			double secs = ph == 0 ? ws.median : rs.median;
 			double iops = (double)nrec / secs, dev_bw = iops * (double)bs;
+			int raw_ok = !rw.errors;
+			double raw_iops = (double)nrec / (ph == 0 ? rws.median : rrs.median);
+			double raw_bw = raw_iops * (double)bs;
 			bench_out_row(out, "op", ph == 0 ? "write" : "randread",
 				      "bs", bench_fmt("%.0f", (double)bs), "qd", bench_fmt("%.0f", qd),
 				      "records", bench_fmt("%.0f", (double)nrec),
@@ -384,11 +511,17 @@ int strata_bench_tiers(int argc, char **argv)
 				      "kIOPS", bench_fmt("%.2f", iops / 1e3),
 				      "min_s", bench_fmt("%.4f", ph == 0 ? ws.min : rs.min),
 				      "max_s", bench_fmt("%.4f", ph == 0 ? ws.max : rs.max),
+				      "raw_MBps", raw_ok ? bench_fmt("%.1f", raw_bw / 1e6) : "-",
+				      "raw_kIOPS", raw_ok ? bench_fmt("%.2f", raw_iops / 1e3) : "-",
+				      "ratio_raw_bw", raw_ok ? bench_fmt("%.3f", dev_bw / raw_bw) : "-",
+				      "ratio_raw_iops",
+				      raw_ok ? bench_fmt("%.3f", iops / raw_iops) : "-",
 				      "fio_MBps", f.ok ? bench_fmt("%.1f", f.bw / 1e6) : "-",
 				      "fio_kIOPS", f.ok ? bench_fmt("%.2f", f.iops / 1e3) : "-",
 				      "ratio_bw", f.ok ? bench_fmt("%.3f", dev_bw / f.bw) : "-",
 				      "ratio_iops", f.ok ? bench_fmt("%.3f", iops / f.iops) : "-",
 				      "direct", info.direct ? "1" : "0",
+				      "raw_direct", raw_direct ? "1" : "0",
 				      "checked", o.check ? "1" : "0", NULL);
 		}
 		if (st.checksum_failures)

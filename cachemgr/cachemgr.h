@@ -29,6 +29,10 @@
  *   crash leaves neither a half-visible entry nor a leaked page. A page whose checksum
  *   fails is never handed out: the block and every block stored after it on that
  *   chain are dropped, and the call returns STRATA_E_CHECKSUM.
+ * - Host copies. With a host budget, a store keeps the pages of its new blocks in one
+ *   host run (pinned, device-mapped on the GPU), laid out per (layer, family) so that
+ *   a restore moves them in a few large copies; a run's memory goes back when its last
+ *   block's copy is evicted.
  * - Budgets. Each tier has a byte budget. Eviction removes least recently used leaf
  *   blocks (a block no other stored block extends), never a block pinned by a live
  *   restored sequence, so a stored chain never has a hole.
@@ -77,7 +81,8 @@ typedef struct strata_prefix strata_prefix;
 
 typedef struct strata_prefix_config {
 	size_t size;                /* sizeof(strata_prefix_config) */
-	const char *dir;            /* data directory (created): RocksDB and the page store */
+	const char *dir;            /* data directory (created with its parents): RocksDB and
+	                               the page store */
 	const strata_model *model;  /* copied at open */
 	strata_dev *dev;            /* for restore's device and pinned buffers; NULL: CPU */
 	int checkpoint_blocks;      /* K: residual state every K blocks (and at the end) */
@@ -130,10 +135,24 @@ typedef struct strata_prefix_hit {
  * pin dropped) by strata_prefix_restored_release. Page j of this rank is global page
  * page_ids[j]; pages[l][f] points at n_pages * page_bytes[f] contiguous bytes (page j
  * at j * page_bytes[f]) in dest[f] memory, NULL where the layer lacks the family. The
- * residual state is host memory, given to every rank. */
+ * residual state is host memory, given to every rank.
+ *
+ * Destination memory. By default restore allocates it (and release frees it). A caller
+ * that restores often passes its own, so that no allocation (page faults, cudaMalloc,
+ * cudaHostAlloc) sits in the restore: into[l][f], when set, is where pages[l][f] goes
+ * (strata_prefix_rank_pages() * page_bytes bytes of dest[f] memory: device memory of
+ * the manager's strata_dev, or any host memory for STRATA_PFX_TO_HOST; a tiers arena
+ * or host pool page run works), and into_state, when set, holds the residual state
+ * (strata_prefix_state_bytes() bytes of host memory; ring[l] and comp[l] are carved
+ * from it). Families or state left NULL are allocated. Caller memory stays the
+ * caller's: release does not free it, and the input fields survive release, so one
+ * strata_prefix_restored can be restored into again and again. Host destinations
+ * aligned to 4 KiB let the NVMe store read page 0 of each array without a bounce. */
 typedef struct strata_prefix_restored {
 	size_t size;                               /* sizeof(strata_prefix_restored) */
 	strata_prefix_dest dest[STRATA_PFX_FAMILIES]; /* in: where each family goes */
+	void *into[STRATA_MAX_LAYERS][STRATA_PFX_FAMILIES]; /* in, optional: see above */
+	void *into_state;                          /* in, optional: see above */
 	/* out: */
 	uint64_t tokens;
 	uint32_t total_pages;                      /* pages of the whole entry */
@@ -197,14 +216,25 @@ int strata_prefix_store(strata_prefix *pfx, const uint32_t *tokens, uint64_t n_t
 int strata_prefix_lookup(strata_prefix *pfx, const uint32_t *tokens, uint64_t n_tokens,
 			 strata_prefix_hit *hit);
 
+/* Pages rank `rank` of P receives from hit (the length of its into[] arrays in pages);
+ * 0 for a bad P or rank. */
+uint32_t strata_prefix_rank_pages(const strata_prefix_hit *hit, int P, int rank);
+/* Bytes of one checkpoint's residual state: every layer's ring and compressor rows
+ * (the size of into_state). */
+size_t strata_prefix_state_bytes(const strata_model *m);
+
 /* Restore hit onto rank `rank` of P ranks into *out (its dest[] chosen by the caller,
  * see STRATA_PREFIX_RESTORED_INIT). The entry stays pinned until
- * strata_prefix_restored_release(pfx, out). -EINVAL for P < 1 or a bad rank,
+ * strata_prefix_restored_release(pfx, out). Pages held as host copies are copied in as
+ * few pieces as their layout allows (one per (layer, family) for a chain stored in one
+ * go, under P = 1); the rest are read from the NVMe store with its queue kept full.
+ * Returns when every byte is in place. -EINVAL for P < 1 or a bad rank,
  * STRATA_E_NOTFOUND when the hit has been evicted, STRATA_E_CHECKSUM when a page is
  * damaged (the damaged blocks are dropped; nothing is handed out). */
 int strata_prefix_restore(strata_prefix *pfx, const strata_prefix_hit *hit, int P, int rank,
 			  strata_prefix_restored *out);
-/* Free out's buffers and unpin its entry. Safe on a zeroed or failed *out. */
+/* Free the buffers restore allocated and unpin the entry; keeps dest, into and
+ * into_state. Safe on a zeroed or failed *out. */
 void strata_prefix_restored_release(strata_prefix *pfx, strata_prefix_restored *out);
 
 /* Evict least recently used, unpinned leaf blocks until host copies fit in host_bytes

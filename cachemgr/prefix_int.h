@@ -26,6 +26,10 @@ typedef struct pfx_io {
 	uint32_t len;
 	uint64_t addr, csum;        /* write: out; read: in */
 	int result;                 /* out: 0 or an error */
+	/* Asynchronous reads (submit/reap): the caller's tag, and the NVMe backend's op
+	 * (owned by the backend from submit until reap). */
+	uint64_t tag;
+	strata_nvme_op op;
 } pfx_io;
 
 typedef struct pfx_pages pfx_pages;
@@ -38,6 +42,14 @@ typedef struct pfx_pages_ops {
 	/* Read and verify n pages; a bad page gets STRATA_E_CHECKSUM/STRATA_E_CORRUPT in its
 	 * result and a zeroed buffer. Returns 0 or the first error. */
 	int (*read)(pfx_pages *ps, pfx_io *ios, int n);
+	/* Asynchronous verified reads, for restores that keep the queue full: submit takes
+	 * up to n reads and returns how many it took (0 when the queue is full), or a
+	 * negative error when it took none and none is in flight; reap waits for at least
+	 * min of them and returns up to max in done[] with their result set (a bad page as
+	 * in read). Every io stays the caller's memory, untouched by it, until reaped. */
+	int (*submit)(pfx_pages *ps, pfx_io *const *ios, int n);
+	int (*reap)(pfx_pages *ps, int min, pfx_io **done, int max);
+	int (*inflight)(pfx_pages *ps);
 	void (*release)(pfx_pages *ps, uint64_t addr, uint32_t len, uint64_t csum);
 	/* Reopen: mark a named page live; finish frees everything left unmarked. */
 	int (*mark)(pfx_pages *ps, uint64_t addr, uint32_t len, uint64_t csum);
@@ -110,9 +122,23 @@ typedef struct pfx_node {
 	uint64_t lru;       /* tick of last store/restore */
 	uint64_t bytes;     /* payload bytes its record names */
 	uint64_t footprint; /* bytes those pages hold in the page store */
-	uint8_t *host;      /* host copy of its pages (record order, packed), or NULL */
+	/* Host copies: its pages in a host run (slot hslot of hrun), its residual state
+	 * (checkpoint blocks) on its own; host_bytes counts both. */
+	struct pfx_hrun *hrun;
+	uint32_t hslot;
+	uint8_t *hstate;
 	uint64_t host_bytes;
 } pfx_node;
+
+/* A host run: the host copies of the pages of the n new blocks of one store, laid out
+ * slot-major so that consecutive blocks are adjacent per (layer, family): page q of
+ * slot s sits at base + lay[q].off * n + s * lay[q].len. A restore of a chain stored in
+ * one go then copies each (layer, family) in one piece, and, with destinations carved
+ * in the same order, the whole run in one copy. Freed when its last block lets go. */
+typedef struct pfx_hrun {
+	uint8_t *base;
+	uint32_t n, refs;
+} pfx_hrun;
 
 typedef struct pfx_index {
 	pfx_node *nodes;
@@ -154,6 +180,9 @@ struct strata_prefix {
 	struct { uint8_t kind; uint16_t layer; uint32_t len; uint64_t off; } lay[PFX_MAX_LOCS];
 	strata_prefix_stats st;
 	int live_restores;
+	strata_stream *stream;  /* restore's copies (NULL: the default stream) */
+	uint8_t *stage;         /* pinned staging of store reads bound for the device, kept */
+	size_t stage_bytes;
 };
 
 /* prefix_store.c, shared with prefix_restore.c. */
@@ -163,6 +192,12 @@ int pfx_get_record(strata_prefix *pfx, const uint8_t key[16], pfx_record *r);
 /* Drop node n and every stored block that extends it (a damaged page). */
 void pfx_drop_subtree(strata_prefix *pfx, int32_t n, int why);
 void pfx_host_copy_free(strata_prefix *pfx, pfx_node *nd);
+/* Host copy of page q (of blk_locs) of node nd; nd must have a host run. */
+static inline const uint8_t *pfx_host_page(const strata_prefix *pfx, const pfx_node *nd,
+					   uint32_t q)
+{
+	return nd->hrun->base + pfx->lay[q].off * nd->hrun->n + (uint64_t)nd->hslot * pfx->lay[q].len;
+}
 
 static inline uint64_t pfx_le64(const uint8_t *p)
 {

@@ -12,6 +12,8 @@ typedef struct mem_pages {
 	void **slot;
 	uint32_t *len;
 	uint64_t n, cap, bytes, hint;
+	pfx_io **done;       /* reads submitted (done at once) and not yet reaped */
+	int n_done, cap_done, head;
 } mem_pages;
 
 static int write_one(mem_pages *m, pfx_io *io)
@@ -79,6 +81,42 @@ static int mem_read(pfx_pages *ps, pfx_io *ios, int n)
 	return first;
 }
 
+/* Reads are done at submit; reap hands them back in order. */
+static int mem_submit(pfx_pages *ps, pfx_io *const *ios, int n)
+{
+	mem_pages *m = (mem_pages *)ps;
+	if (m->head == m->n_done)
+		m->head = m->n_done = 0;
+	if (m->n_done + n > m->cap_done) {
+		int cap = (m->n_done + n) * 2;
+		pfx_io **nd = realloc(m->done, (size_t)cap * sizeof *nd);
+		if (!nd)
+			return m->head < m->n_done ? 0 : -ENOMEM;
+		m->done = nd;
+		m->cap_done = cap;
+	}
+	for (int i = 0; i < n; i++) {
+		mem_read(ps, ios[i], 1);
+		m->done[m->n_done++] = ios[i];
+	}
+	return n;
+}
+
+static int mem_reap(pfx_pages *ps, int min, pfx_io **done, int max)
+{
+	mem_pages *m = (mem_pages *)ps;
+	int k = 0;
+	while (k < max && m->head < m->n_done)
+		done[k++] = m->done[m->head++];
+	return k;
+}
+
+static int mem_inflight(pfx_pages *ps)
+{
+	mem_pages *m = (mem_pages *)ps;
+	return m->n_done - m->head;
+}
+
 static void mem_release(pfx_pages *ps, uint64_t addr, uint32_t len, uint64_t csum)
 {
 	mem_pages *m = (mem_pages *)ps;
@@ -107,11 +145,13 @@ static void mem_destroy(pfx_pages *ps)
 		free(m->slot[s]);
 	free(m->slot);
 	free(m->len);
+	free(m->done);
 	free(m);
 }
 
-static const pfx_pages_ops mem_ops = { mem_write, mem_sync, mem_read, mem_release, mem_mark,
-				       mem_finish, mem_allocated, mem_footprint, mem_destroy };
+static const pfx_pages_ops mem_ops = { mem_write,     mem_sync,     mem_read,  mem_submit,
+				       mem_reap,      mem_inflight, mem_release, mem_mark,
+				       mem_finish,    mem_allocated, mem_footprint, mem_destroy };
 
 int pfx_pages_mem_create(pfx_pages **out)
 {

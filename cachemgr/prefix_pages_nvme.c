@@ -4,6 +4,7 @@
 #include "cachemgr/prefix_int.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,54 @@ static int nv_read(pfx_pages *ps, pfx_io *ios, int n)
 	return run((nvme_pages *)ps, ios, n, STRATA_NVME_OP_READ);
 }
 
+static int nv_submit(pfx_pages *ps, pfx_io *const *ios, int n)
+{
+	nvme_pages *np = (nvme_pages *)ps;
+	strata_nvme_op *ptr[64];
+	int taken = 0;
+	while (taken < n) {
+		int k = n - taken < 64 ? n - taken : 64;
+		for (int i = 0; i < k; i++) {
+			pfx_io *io = ios[taken + i];
+			strata_nvme_op *op = &io->op;
+			memset(op, 0, sizeof *op);
+			op->kind = STRATA_NVME_OP_READ;
+			op->buf = io->dst;
+			op->len = io->len;
+			op->handle = handle_of(io->addr, io->len, io->csum);
+			op->user = (uint64_t)(uintptr_t)io;
+			io->result = -ECANCELED;
+			ptr[i] = op;
+		}
+		int r = strata_nvme_submit(np->s, ptr, k);
+		if (r < 0) {
+			/* A full queue is not an error while reads are in flight to reap. */
+			if (taken || strata_nvme_inflight(np->s) > 0)
+				break;
+			return r;
+		}
+		taken += r;
+		if (r < k)
+			break;
+	}
+	return taken;
+}
+
+static int nv_reap(pfx_pages *ps, int min, pfx_io **done, int max)
+{
+	strata_nvme_op *ops[64];
+	int k = max < 64 ? max : 64;
+	int r = strata_nvme_reap(((nvme_pages *)ps)->s, min < k ? min : k, ops, k);
+	for (int i = 0; i < r; i++) {
+		pfx_io *io = (pfx_io *)(uintptr_t)ops[i]->user;
+		io->result = ops[i]->result;
+		done[i] = io;
+	}
+	return r;
+}
+
+static int nv_inflight(pfx_pages *ps) { return strata_nvme_inflight(((nvme_pages *)ps)->s); }
+
 static int nv_sync(pfx_pages *ps) { return strata_nvme_sync(((nvme_pages *)ps)->s); }
 
 static void nv_release(pfx_pages *ps, uint64_t addr, uint32_t len, uint64_t csum)
@@ -146,8 +195,9 @@ static void nv_destroy(pfx_pages *ps)
 	free(np);
 }
 
-static const pfx_pages_ops nvme_ops = { nv_write, nv_sync, nv_read, nv_release, nv_mark,
-					nv_finish, nv_allocated, nv_footprint, nv_destroy };
+static const pfx_pages_ops nvme_ops = { nv_write,     nv_sync,      nv_read,    nv_submit,
+					nv_reap,      nv_inflight,  nv_release, nv_mark,
+					nv_finish,    nv_allocated, nv_footprint, nv_destroy };
 
 int pfx_pages_nvme_create(const char *path, uint64_t capacity, strata_dev *dev, pfx_pages **out)
 {

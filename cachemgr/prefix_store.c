@@ -60,12 +60,44 @@ int pfx_get_record(strata_prefix *pfx, const uint8_t key[16], pfx_record *r)
 
 void pfx_host_copy_free(strata_prefix *pfx, pfx_node *nd)
 {
-	if (!nd->host)
-		return;
-	strata_dev_host_free(pfx->dev, nd->host);
+	if (nd->hrun && --nd->hrun->refs == 0) {
+		strata_dev_host_free(pfx->dev, nd->hrun->base);
+		free(nd->hrun);
+	}
+	free(nd->hstate);
 	pfx->host_bytes -= nd->host_bytes;
-	nd->host = NULL;
+	nd->hrun = NULL;
+	nd->hstate = NULL;
 	nd->host_bytes = 0;
+}
+
+/* mkdir -p: the data directory and any missing parents. */
+static int make_dirs(const char *dir)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+	if (!n || n >= sizeof path)
+		return -ENAMETOOLONG;
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != 0)
+			continue;
+		char c = path[i];
+		path[i] = 0;
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			int e = -errno;
+			STRATA_LOG(STRATA_LOG_ERROR, SUB, "prefix: cannot create %s: %s", path,
+				   strerror(errno));
+			return e;
+		}
+		path[i] = c;
+	}
+	struct stat sb;
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+		STRATA_LOG(STRATA_LOG_ERROR, SUB, "prefix: %s is not a directory", dir);
+		return -ENOTDIR;
+	}
+	return 0;
 }
 
 static void layout_init(strata_prefix *pfx)
@@ -215,7 +247,7 @@ static int evict_host(strata_prefix *pfx, uint64_t target)
 		int32_t best = -1;
 		for (uint32_t i = 0; i < pfx->ix.n_nodes; i++) {
 			pfx_node *nd = &pfx->ix.nodes[i];
-			if (nd->used && nd->host && !nd->pins &&
+			if (nd->used && nd->host_bytes && !nd->pins &&
 			    (best < 0 || nd->lru < pfx->ix.nodes[best].lru))
 				best = (int32_t)i;
 		}
@@ -464,10 +496,10 @@ int strata_prefix_open(const strata_prefix_config *cfg, strata_prefix **out)
 			goto fail;
 		pfx->own_dev = 1;
 	}
-	if (mkdir(cfg->dir, 0755) && errno != EEXIST) {
-		rc = -errno;
+	if ((rc = make_dirs(cfg->dir)))
 		goto fail;
-	}
+	if ((rc = strata_stream_create(pfx->dev, &pfx->stream)))
+		goto fail;
 	if (cfg->flags & STRATA_PREFIX_MEMORY) {
 		rc = pfx_pages_mem_create(&pfx->ps);
 	} else {
@@ -518,6 +550,9 @@ void strata_prefix_close(strata_prefix *pfx)
 	if (pfx->ps)
 		pfx->ps->ops->destroy(pfx->ps);
 	pfx_index_free(&pfx->ix);
+	strata_dev_host_free(pfx->dev, pfx->stage);
+	if (pfx->stream)
+		strata_stream_destroy(pfx->dev, pfx->stream);
 	if (pfx->own_dev)
 		strata_dev_close(pfx->dev);
 	free(pfx);
@@ -585,6 +620,62 @@ typedef struct work {
 	uint8_t ckpt;
 	uint32_t io0, n_io;  /* its new pages in the io array */
 } work;
+
+/* Host copies of a committed store: the pages of its new blocks in one host run, and
+ * the residual state of its new checkpoints. New blocks are a suffix of the chain (a
+ * stored chain is whole from block 0, so w lists them last); when the budget cannot
+ * hold them all, the last ones get copies, as LRU eviction would leave them. Without
+ * memory a block simply has no copy: restores read the NVMe store. */
+static void host_copies(strata_prefix *pfx, const strata_prefix_snapshot *snap, const work *w,
+			uint32_t n_work, const int32_t *node)
+{
+	const strata_model *m = &pfx->model;
+	uint32_t first = n_work, cnt = 0;
+	for (uint32_t k = n_work; k-- > 0 && w[k].node < 0;)
+		first = k, cnt++;
+	uint64_t fit = pfx->blk_bytes ? pfx->budget_host / pfx->blk_bytes : 0;
+	if (cnt > fit) {
+		first += cnt - (uint32_t)fit;
+		cnt = (uint32_t)fit;
+	}
+	pfx_hrun *run = cnt ? calloc(1, sizeof *run) : NULL;
+	void *h = NULL;
+	if (run && !strata_dev_host_alloc(pfx->dev, cnt * pfx->blk_bytes, &h)) {
+		run->base = h;
+		run->n = cnt;
+		for (uint32_t s = 0; s < cnt; s++) {
+			uint32_t i = w[first + s].block;
+			pfx_node *p = &pfx->ix.nodes[node[i]];
+			for (uint32_t q = 0; q < pfx->blk_locs; q++)
+				memcpy(run->base + pfx->lay[q].off * cnt + (uint64_t)s * pfx->lay[q].len,
+				       snap->pages[pfx->lay[q].layer][pfx->lay[q].kind][i], pfx->lay[q].len);
+			p->hrun = run;
+			p->hslot = s;
+			run->refs++;
+			p->host_bytes += pfx->blk_bytes;
+			pfx->host_bytes += pfx->blk_bytes;
+		}
+	} else {
+		free(run);
+	}
+	uint64_t sb = pfx->ckpt_bytes - pfx->blk_bytes;
+	size_t ring = strata_prefix_ring_bytes(m);
+	for (uint32_t k = 0; k < n_work; k++) {
+		pfx_node *p = &pfx->ix.nodes[node[w[k].block]];
+		const strata_prefix_state *c = ckpt_at(snap, w[k].block + 1);
+		if (!w[k].ckpt || !c || p->hstate || sb > pfx->budget_host || !(p->hstate = malloc(sb)))
+			continue;
+		for (uint32_t q = pfx->blk_locs; q < pfx->ckpt_locs; q++) {
+			uint8_t *dst = p->hstate + (pfx->lay[q].off - pfx->blk_bytes);
+			int l = pfx->lay[q].layer;
+			memcpy(dst, c->ring[l], ring);
+			if (pfx->lay[q].len > ring)
+				memcpy(dst + ring, c->comp[l], pfx->lay[q].len - ring);
+		}
+		p->host_bytes += sb;
+		pfx->host_bytes += sb;
+	}
+}
 
 int strata_prefix_store(strata_prefix *pfx, const uint32_t *tokens, uint64_t n_tokens,
 			const strata_prefix_snapshot *snap)
@@ -761,40 +852,9 @@ commit:
 	for (uint32_t i = 0; i < n; i++)
 		if (node[i] >= 0)
 			pfx->ix.nodes[node[i]].lru = ++pfx->tick;
-	/* Host copies of the new blocks, for fast restores (then the host budget). */
-	for (uint32_t k = 0; pfx->budget_host && k < n_work; k++) {
-		pfx_node *p = &pfx->ix.nodes[node[w[k].block]];
-		uint64_t bytes = p->ckpt ? pfx->ckpt_bytes : pfx->blk_bytes;
-		void *h = NULL;
-		if (bytes > pfx->budget_host || strata_dev_host_alloc(pfx->dev, bytes, &h))
-			continue;
-		pfx_host_copy_free(pfx, p);
-		uint32_t i = w[k].block;
-		uint32_t cnt = p->ckpt ? pfx->ckpt_locs : pfx->blk_locs;
-		const strata_prefix_state *c = p->ckpt ? ckpt_at(snap, i + 1) : NULL;
-		for (uint32_t q = 0; q < cnt; q++) {
-			uint8_t *dst = (uint8_t *)h + pfx->lay[q].off;
-			int l = pfx->lay[q].layer;
-			if (pfx->lay[q].kind != PFX_KIND_STATE) {
-				memcpy(dst, snap->pages[l][pfx->lay[q].kind][i], pfx->lay[q].len);
-			} else if (c) {
-				size_t ring = strata_prefix_ring_bytes(m);
-				memcpy(dst, c->ring[l], ring);
-				if (pfx->lay[q].len > ring)
-					memcpy(dst + ring, c->comp[l], pfx->lay[q].len - ring);
-			} else {
-				/* The checkpoint came from an earlier store: no copy for it. */
-				strata_dev_host_free(pfx->dev, h);
-				h = NULL;
-				break;
-			}
-		}
-		if (!h)
-			continue;
-		p->host = h;
-		p->host_bytes = bytes;
-		pfx->host_bytes += bytes;
-	}
+	/* Host copies of the new blocks and states, for fast restores (then the budget). */
+	if (pfx->budget_host)
+		host_copies(pfx, snap, w, n_work, node);
 	if (pfx->host_bytes > pfx->budget_host)
 		evict_host(pfx, pfx->budget_host);
 unpin:

@@ -38,12 +38,8 @@ namespace {
 
 constexpr int kThreads = 128; /* scan CTA: 4 warps */
 constexpr int kWarps = kThreads / 32;
-constexpr int kChunk = 1024;  /* keys per scan CTA */
-constexpr int kIters = kChunk / (kWarps * 32);
+constexpr int kUnit = kWarps * 32; /* keys a scan CTA scores per step (32 per warp) */
 constexpr int kQStride = 136; /* bf16 per query head row in smem: +16 B keeps ldmatrix conflict-free */
-constexpr int kFThreads = 256;
-constexpr int kFChunk = 4096; /* scores per filter CTA */
-constexpr int kSThreads = 256;
 
 struct Args {
 	int heads, mt, topk, max_limit, max_pages, B, b_shift, lim_cap;
@@ -53,7 +49,7 @@ struct Args {
 	const uint8_t *pages;
 	int32_t *out_ids;
 	float *out_scores;
-	uint32_t *hist, *count;
+	uint32_t *hist, *count, *hist2;
 	int32_t *sel;
 	unsigned long long *cand;
 	float *scores;
@@ -193,8 +189,10 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
 		}
 		maxlim = lim[i] > maxlim ? lim[i] : maxlim;
 	}
-	const int k0 = blockIdx.x * kChunk;
-	if (k0 >= maxlim)
+	/* CTA x scores units x, x + G, x + 2G, ... of kUnit keys (G = gridDim.x, sized so
+	 * the whole grid is resident: one wave, the query and histogram set up once) */
+	const int kstride = (int)gridDim.x * kUnit;
+	if ((int)blockIdx.x * kUnit >= maxlim)
 		return; /* whole CTA */
 
 	const int tid = threadIdx.x;
@@ -212,6 +210,11 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
 			ws[i * MH + h] = h < a.heads ? a.w[(size_t)(r0 + i) * a.heads + h] : 0.0f;
 		for (int b = tid; b < IDX_BINS; b += kThreads)
 			hs[i * IDX_BINS + b] = 0;
+		if (blockIdx.x == 0) { /* the filter fills hist2 after this kernel */
+			uint32_t *h2 = a.hist2 + (size_t)(r0 + i) * IDX_BINS2;
+			for (int b = tid; b < IDX_BINS2; b += kThreads)
+				h2[b] = 0;
+		}
 	}
 	__syncthreads();
 
@@ -223,23 +226,21 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
 	const uint32_t lds_off = (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
 
 	Raw<FMT> raw[4];
-	int kb = k0 + warp * 32;
+	int kb = (int)blockIdx.x * kUnit + warp * 32;
 #pragma unroll
 	for (int nt = 0; nt < 4; nt++)
 		load_raw<FMT>(a, pt, kb + nt * 8 + g, maxlim, c, raw[nt]);
 
-	for (int it = 0; it < kIters; it++, kb += kWarps * 32) {
-		if (kb >= maxlim)
-			break; /* warp-uniform */
+	for (; kb < maxlim; kb += kstride) { /* warp-uniform */
 		uint32_t bf[4][16];
 #pragma unroll
 		for (int nt = 0; nt < 4; nt++)
 			convert<FMT>(raw[nt], bf[nt]);
-		/* prefetch the next 32 keys while this block is multiplied */
-		if (it + 1 < kIters) {
+		/* prefetch the warp's next 32 keys while this block is multiplied */
+		if (kb + kstride < maxlim) {
 #pragma unroll
 			for (int nt = 0; nt < 4; nt++)
-				load_raw<FMT>(a, pt, kb + kWarps * 32 + nt * 8 + g, maxlim, c, raw[nt]);
+				load_raw<FMT>(a, pt, kb + kstride + nt * 8 + g, maxlim, c, raw[nt]);
 		}
 #pragma unroll
 		for (int i = 0; i < R; i++) {
@@ -319,83 +320,113 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
 	}
 }
 
-/* Threshold bucket of a row: b* = the highest bucket with count(bucket >= b*) >= k,
- * above = count(bucket > b*). 256 threads; thread t reads buckets of group 255 - t. */
-typedef cub::BlockScan<uint32_t, 256> HistScan;
+/* ---- filter + select ------------------------------------------------------------------
+ * Selection is exact for any monotone bucketing, so it runs on two levels: b1 =
+ * bucket_of (2048 bins, counted by the scan) and, inside the threshold bucket b*, b2 =
+ * sub_of (4096 bins over the score's ordered bits, counted by the filter). Every element
+ * with b1 > b*, or b1 == b* and b2 > b2*, is selected outright; only the few elements of
+ * bin (b*, b2*) need an exact (score, id) radix select. */
+constexpr int kFThreads = 512;
+constexpr int kFPer = 4;                     /* scores per filter thread */
+constexpr int kFChunk = kFThreads * kFPer;   /* scores per filter CTA */
+constexpr int kCC = 2048;                    /* bin (b*, b2*) keys resolved in shared memory */
+static_assert(kCC * 8 <= IDX_BINS2 * 4, "cc shares the bin-2 histogram's space");
+static_assert(IDX_BINS % kFThreads == 0 && IDX_BINS2 % kFThreads == 0, "bins per thread");
+typedef cub::BlockScan<uint32_t, kFThreads> FScan;
 
-__device__ void find_threshold(const uint32_t *hist_row, int k, HistScan::TempStorage &tmp,
-			       int *bstar, int *above_out)
+struct SelSmem {
+	union {
+		uint32_t h2[IDX_BINS2];        /* filter: this CTA's bin-2 counts */
+		unsigned long long cc[kCC];    /* select: the keys of bin (b*, b2*) */
+	} u;
+	int32_t ids[STRATA_INDEXER_MAX_TOPK];
+	uint32_t h256[256];
+	int bin, digit, dcnt, last;
+	uint32_t above, dabove, n_t, n_c;
+};
+
+/* Cut of a histogram (NB bins per thread, kFThreads threads): the highest bin with
+ * count(bin >= it) >= need to *bin, count(bin > it) to *above. The caller sets *bin = -1
+ * and synchronises before; synchronises after. Reads through L2 (other CTAs wrote it). */
+template <int NB>
+__device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
+					 FScan::TempStorage &tmp, int *bin, uint32_t *above_out)
 {
-	const int grp = 255 - (int)threadIdx.x;
-	uint32_t cnt[8], sum = 0;
+	const int grp = kFThreads - 1 - (int)threadIdx.x;
+	uint32_t cnt[NB], sum = 0;
 #pragma unroll
-	for (int b = 0; b < 8; b++) {
-		cnt[b] = hist_row[grp * 8 + b];
+	for (int b = 0; b < NB; b++) {
+		cnt[b] = __ldcg(hist + grp * NB + b);
 		sum += cnt[b];
 	}
 	uint32_t above;
-	HistScan(tmp).ExclusiveSum(sum, above);
+	FScan(tmp).ExclusiveSum(sum, above);
 #pragma unroll
-	for (int b = 7; b >= 0; b--) {
-		if (above < (uint32_t)k && above + cnt[b] >= (uint32_t)k) {
-			*bstar = grp * 8 + b;
-			*above_out = (int)above;
+	for (int b = NB - 1; b >= 0; b--) {
+		if (above < need && above + cnt[b] >= need) {
+			*bin = grp * NB + b;
+			*above_out = above;
 		}
 		above += cnt[b];
 	}
-	__syncthreads();
 }
 
-__global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
+/* Float value of an ordered fp16 pattern (the inverse of bucket_of's map). */
+__device__ __forceinline__ float ord16_value(uint32_t o)
 {
-	__shared__ HistScan::TempStorage tmp;
-	__shared__ int s_bstar, s_above;
-	const int row = blockIdx.y;
-	const int L = row_lim(a, row);
-	const int start = blockIdx.x * kFChunk;
-	if (L <= a.topk || start >= L)
-		return;
-	if (threadIdx.x == 0)
-		s_bstar = -1, s_above = 0;
-	__syncthreads();
-	find_threshold(a.hist + (size_t)row * IDX_BINS, a.topk, tmp, &s_bstar, &s_above);
-	const uint32_t bstar = (uint32_t)s_bstar;
-	const int end = min(L, start + kFChunk);
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	const int lane = threadIdx.x & 31;
-	const unsigned lt = (1u << lane) - 1u;
-	for (int base = start; base < end; base += kFThreads) {
-		const int j = base + (int)threadIdx.x;
-		const bool valid = j < end;
-		const float s = valid ? sc[j] : 0.0f;
-		const uint32_t b = valid ? bucket_of(s) : 0u;
-		const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
-		const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
-		const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
-		uint32_t bs = 0, bc = 0;
-		if (lane == 0) {
-			if (ms)
-				bs = atomicAdd(&a.count[2 * row], (uint32_t)__popc(ms));
-			if (mc)
-				bc = atomicAdd(&a.count[2 * row + 1], (uint32_t)__popc(mc));
-		}
-		bs = __shfl_sync(0xffffffffu, bs, 0);
-		bc = __shfl_sync(0xffffffffu, bc, 0);
-		if (is_sel) {
-			uint32_t idx = bs + (uint32_t)__popc(ms & lt);
-			if (idx < (uint32_t)a.topk)
-				a.sel[(size_t)row * a.topk + idx] = j;
-		}
-		if (is_cand) {
-			uint32_t idx = bc + (uint32_t)__popc(mc & lt);
-			if (idx < a.cap)
-				a.cand[(size_t)row * a.cap + idx] = idx_key64(s, j);
-		}
+	unsigned short u = (o & 0x8000u) ? (unsigned short)(o & 0x7fffu) : (unsigned short)(~o & 0xffffu);
+	return __half2float(__ushort_as_half(u));
+}
+
+/* Second level inside bucket b: ordered score bits relative to a lower bound of the
+ * bucket, shifted so the bucket's span fits IDX_BINS2 bins. Clamping keeps sub_of
+ * monotone even if a bound were off, so the bounds only matter for speed. */
+__device__ __forceinline__ void sub_bounds(uint32_t b, uint32_t *base, int *shift)
+{
+	uint32_t lo = 0, hi = 0xffffffffu;
+	if (b > 0) {
+		float f = ord16_value((b << 5) - 1); /* the fp16 value just below the bucket */
+		if (!isnan(f))
+			lo = idx_ord32(f);
+	}
+	if (b + 1 < IDX_BINS) {
+		float f = ord16_value((b + 1) << 5); /* the fp16 value just above it */
+		if (!isnan(f))
+			hi = idx_ord32(f);
+	}
+	uint32_t span = hi > lo ? hi - lo : 0xffffffffu;
+	int bits = 32 - __clz((int)span);
+	*base = lo;
+	*shift = bits > 12 ? bits - 12 : 0;
+}
+
+__device__ __forceinline__ uint32_t sub_of(uint32_t o32, uint32_t base, int shift)
+{
+	if (o32 <= base)
+		return 0;
+	uint32_t v = (o32 - base) >> shift;
+	return v < IDX_BINS2 - 1 ? v : IDX_BINS2 - 1;
+}
+
+__device__ __forceinline__ int32_t id_of(unsigned long long key)
+{
+	return (int32_t)(0xffffffffu - (uint32_t)key);
+}
+
+__device__ void write_trivial(const Args &a, int row, int L, bool invalid)
+{
+	const int k = a.topk;
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	for (int i = threadIdx.x; i < k; i += blockDim.x) {
+		oid[i] = !invalid && i < L ? i : -1;
+		if (osc)
+			osc[i] = 0.0f;
 	}
 }
 
-/* Calls f(key64) for every threshold-bucket element of the row: from the candidate
- * list when it held them all, else from the scores filtered by bucket. */
+/* Calls f(key64) for every element of bucket b* of the row: from the candidate list
+ * when it held them all, else from the scores filtered by bucket. */
 template <typename F>
 __device__ __forceinline__ void for_each_cand(const Args &a, int row, int L, uint32_t bstar,
 					      uint32_t nc, F f)
@@ -403,65 +434,42 @@ __device__ __forceinline__ void for_each_cand(const Args &a, int row, int L, uin
 	if (nc <= a.cap) {
 		const unsigned long long *cl = a.cand + (size_t)row * a.cap;
 		for (uint32_t i = threadIdx.x; i < nc; i += blockDim.x)
-			f(cl[i]);
+			f(__ldcg(cl + i));
 	} else {
 		const float *sc = a.scores + (size_t)row * a.sstride;
 		for (int j = threadIdx.x; j < L; j += blockDim.x) {
-			float s = sc[j];
+			float s = __ldcg(sc + j);
 			if (bucket_of(s) == bstar)
-				f(idx_key64(s, j));
+				f((unsigned long long)idx_key64(s, j));
 		}
 	}
 }
 
-__global__ void __launch_bounds__(kSThreads) select_kernel(Args a)
+/* Radix select: on return (key & *mask) >= *prefix holds for exactly the `need` largest
+ * of the (unique) keys `each` enumerates. `need` >= 1. */
+template <typename E>
+__device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *prefix_out,
+			  unsigned long long *mask_out)
 {
-	__shared__ HistScan::TempStorage tmp;
-	__shared__ uint32_t h256[256];
-	__shared__ int32_t ids[STRATA_INDEXER_MAX_TOPK];
-	__shared__ int s_bstar, s_above, s_digit, s_dabove, s_dcnt;
-	__shared__ uint32_t s_n;
-	const int row = blockIdx.x, k = a.topk, tid = threadIdx.x;
-	const int L = row_lim(a, row);
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	if (L <= k) {
-		for (int i = tid; i < k; i += kSThreads) {
-			oid[i] = i < L ? i : -1;
-			if (osc)
-				osc[i] = 0.0f;
-		}
-		return;
-	}
-	if (tid == 0)
-		s_bstar = -1, s_above = 0, s_n = 0;
-	__syncthreads();
-	find_threshold(a.hist + (size_t)row * IDX_BINS, k, tmp, &s_bstar, &s_above);
-	if (s_bstar < 0) { /* inconsistent histogram (cannot happen): leave a marked row */
-		for (int i = tid; i < k; i += kSThreads)
-			oid[i] = -1;
-		return;
-	}
-	const uint32_t bstar = (uint32_t)s_bstar;
-	const int above = s_above;
-	const uint32_t nc = a.count[2 * row + 1];
-
-	/* radix select of the (k - above)-th largest key among the bucket's elements */
+	const int tid = threadIdx.x;
 	unsigned long long prefix = 0, mask = 0;
-	int remaining = k - above;
+	int remaining = need;
 	for (int shift = 56; shift >= 0; shift -= 8) {
-		h256[tid] = 0;
+		for (int i = tid; i < 256; i += blockDim.x)
+			sm.h256[i] = 0;
+		if (tid == 0)
+			sm.digit = -1;
 		__syncthreads();
-		for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
+		each([&](unsigned long long key) {
 			if ((key & mask) == prefix)
-				atomicAdd(&h256[(key >> shift) & 255u], 1u);
+				atomicAdd(&sm.h256[(key >> shift) & 255u], 1u);
 		});
 		__syncthreads();
 		if (tid < 32) { /* lane l: bins 255-8l down to 248-8l */
 			uint32_t cnt[8], sum = 0;
 #pragma unroll
 			for (int b = 0; b < 8; b++) {
-				cnt[b] = h256[255 - 8 * tid - b];
+				cnt[b] = sm.h256[255 - 8 * tid - b];
 				sum += cnt[b];
 			}
 			uint32_t incl = sum;
@@ -475,62 +483,265 @@ __global__ void __launch_bounds__(kSThreads) select_kernel(Args a)
 #pragma unroll
 			for (int b = 0; b < 8; b++) {
 				if (acc < (uint32_t)remaining && acc + cnt[b] >= (uint32_t)remaining) {
-					s_digit = 255 - 8 * tid - b;
-					s_dabove = (int)acc;
-					s_dcnt = (int)cnt[b];
+					sm.digit = 255 - 8 * tid - b;
+					sm.dabove = acc;
+					sm.dcnt = (int)cnt[b];
 				}
 				acc += cnt[b];
 			}
 		}
 		__syncthreads();
-		remaining -= s_dabove;
-		prefix |= (unsigned long long)s_digit << shift;
-		mask |= 0xffull << shift;
-		const bool done = s_dcnt == remaining;
+		const int digit = sm.digit;
+		bool done = digit < 0; /* fewer keys than need (cannot happen): keep the prefix */
+		if (!done) {
+			remaining -= (int)sm.dabove;
+			prefix |= (unsigned long long)digit << shift;
+			mask |= 0xffull << shift;
+			done = sm.dcnt == remaining;
+		}
 		__syncthreads();
 		if (done)
 			break;
 	}
+	*prefix_out = prefix;
+	*mask_out = mask;
+}
 
-	/* collect: the ids above b*, then the bucket's keys at or above the threshold */
-	for (int i = tid; i < above; i += kSThreads)
-		ids[i] = a.sel[(size_t)row * k + i];
-	for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
-		if ((key & mask) >= prefix) {
-			uint32_t at = (uint32_t)above + atomicAdd(&s_n, 1u);
-			if (at < (uint32_t)k)
-				ids[at] = (int32_t)(0xffffffffu - (uint32_t)key);
-		}
-	});
+/* Selects row `row` (limit L > k) given its first-level cut (b*, above1) and writes the
+ * ids in ascending order. Needs the filter's outputs (sel, cand, hist2) complete. */
+__device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32_t above1,
+			   SelSmem &sm, FScan::TempStorage &tmp)
+{
+	const int k = a.topk, tid = threadIdx.x;
 	int P = 1;
 	while (P < k)
 		P <<= 1;
-	for (int i = k + tid; i < P; i += kSThreads)
-		ids[i] = INT_MAX;
+	uint32_t base;
+	int shift;
+	sub_bounds(bstar, &base, &shift);
+	for (int i = tid; i < P; i += blockDim.x)
+		sm.ids[i] = INT_MAX;
+	if (tid == 0)
+		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
 	__syncthreads();
-	/* bitonic sort, ascending ids */
+	find_cut<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, (uint32_t)k - above1, tmp,
+					&sm.bin, &sm.above);
+	__syncthreads();
+	const int b2s = sm.bin;
+	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
+	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
+	const int need = k - (int)above1 - (int)above2;
+
+	/* the selected ids above b*, then bin-2 winners and bin (b*, b2*) into shared memory */
+	for (int i = tid; i < (int)above1 && i < k; i += blockDim.x)
+		sm.ids[i] = __ldcg(a.sel + (size_t)row * k + i);
+	if (b2s >= 0) {
+		for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
+			uint32_t b2 = sub_of((uint32_t)(key >> 32), base, shift);
+			if (b2 > (uint32_t)b2s) {
+				uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
+				if (at < (uint32_t)k)
+					sm.ids[at] = id_of(key);
+			} else if (b2 == (uint32_t)b2s) {
+				uint32_t c = atomicAdd(&sm.n_c, 1u);
+				if (c < (uint32_t)kCC)
+					sm.u.cc[c] = key;
+			}
+		});
+	}
+	__syncthreads();
+	const uint32_t nC = sm.n_c;
+	if (b2s >= 0 && need > 0 && nC > 0) {
+		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
+		if (nC <= (uint32_t)kCC) {
+			auto each = [&](auto f) {
+				for (uint32_t i = tid; i < nC; i += blockDim.x)
+					f(sm.u.cc[i]);
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix) {
+					uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
+					if (at < (uint32_t)k)
+						sm.ids[at] = id_of(key);
+				}
+			});
+		} else { /* a crowded bin (many equal scores): straight from global memory */
+			auto each = [&](auto f) {
+				for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
+					if (sub_of((uint32_t)(key >> 32), base, shift) == (uint32_t)b2s)
+						f(key);
+				});
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix) {
+					uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
+					if (at < (uint32_t)k)
+						sm.ids[at] = id_of(key);
+				}
+			});
+		}
+	}
+	__syncthreads();
+	/* bitonic sort, ascending ids (INT_MAX padding sorts last and becomes -1) */
 	for (int size = 2; size <= P; size <<= 1)
 		for (int stride = size >> 1; stride > 0; stride >>= 1) {
-			for (int i = tid; i < P; i += kSThreads) {
+			for (int i = tid; i < P; i += blockDim.x) {
 				int j = i ^ stride;
 				if (j > i) {
-					int32_t x = ids[i], y = ids[j];
+					int32_t x = sm.ids[i], y = sm.ids[j];
 					bool up = (i & size) == 0;
 					if ((x > y) == up) {
-						ids[i] = y;
-						ids[j] = x;
+						sm.ids[i] = y;
+						sm.ids[j] = x;
 					}
 				}
 			}
 			__syncthreads();
 		}
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	for (int i = tid; i < k; i += kSThreads) {
-		int32_t id = ids[i];
-		oid[i] = id;
+	for (int i = tid; i < k; i += blockDim.x) {
+		int32_t id = sm.ids[i];
+		bool ok = id >= 0 && id < L;
+		oid[i] = ok ? id : -1;
 		if (osc)
-			osc[i] = sc[id];
+			osc[i] = ok ? __ldcg(sc + id) : 0.0f;
 	}
+}
+
+/* First-level cut of a row from the scan's histogram; false when there is none (an
+ * inconsistent histogram, cannot happen). */
+__device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
+					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1)
+{
+	if (threadIdx.x == 0)
+		sm.bin = -1, sm.above = 0;
+	__syncthreads();
+	find_cut<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, (uint32_t)a.topk, tmp,
+				       &sm.bin, &sm.above);
+	__syncthreads();
+	const int b = sm.bin;
+	*bstar = (uint32_t)b;
+	*above1 = sm.above;
+	__syncthreads(); /* sm.bin is reused */
+	return b >= 0;
+}
+
+/* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's
+ * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
+ * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row, and
+ * CTA 0 of rows with limit <= k writes them; else select_kernel does both. */
+template <bool FUSE>
+__global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
+{
+	__shared__ FScan::TempStorage tmp;
+	__shared__ SelSmem sm;
+	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
+	const int L = row_lim(a, row);
+	if (L <= k) {
+		if (FUSE && blockIdx.x == 0)
+			write_trivial(a, row, L, false);
+		return;
+	}
+	const int start = blockIdx.x * kFChunk;
+	if (start >= L)
+		return; /* block-uniform */
+	uint32_t bstar, above1;
+	if (!row_cut(a, row, sm, tmp, &bstar, &above1)) {
+		if (FUSE && blockIdx.x == 0)
+			write_trivial(a, row, L, true);
+		return;
+	}
+	uint32_t base;
+	int shift;
+	sub_bounds(bstar, &base, &shift);
+	for (int i = tid; i < IDX_BINS2; i += kFThreads)
+		sm.u.h2[i] = 0;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	float s[kFPer];
+#pragma unroll
+	for (int u = 0; u < kFPer; u++) {
+		const int j = start + u * kFThreads + tid;
+		s[u] = j < L ? sc[j] : 0.0f;
+	}
+	__syncthreads();
+	const int lane = tid & 31;
+	const unsigned lt = (1u << lane) - 1u;
+#pragma unroll
+	for (int u = 0; u < kFPer; u++) {
+		const int j = start + u * kFThreads + tid;
+		const bool valid = j < L;
+		const uint32_t b = valid ? bucket_of(s[u]) : 0u;
+		const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
+		const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
+		const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
+		uint32_t bs = 0, bc = 0;
+		if (lane == 0) {
+			if (ms)
+				bs = atomicAdd(&a.count[(size_t)row * IDX_CNT], (uint32_t)__popc(ms));
+			if (mc)
+				bc = atomicAdd(&a.count[(size_t)row * IDX_CNT + 1], (uint32_t)__popc(mc));
+		}
+		bs = __shfl_sync(0xffffffffu, bs, 0);
+		bc = __shfl_sync(0xffffffffu, bc, 0);
+		if (is_sel) {
+			uint32_t idx = bs + (uint32_t)__popc(ms & lt);
+			if (idx < (uint32_t)k)
+				a.sel[(size_t)row * k + idx] = j;
+		}
+		if (is_cand) {
+			const uint32_t o = idx_ord32(s[u]);
+			atomicAdd(&sm.u.h2[sub_of(o, base, shift)], 1u);
+			uint32_t idx = bc + (uint32_t)__popc(mc & lt);
+			if (idx < a.cap)
+				a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
+					(unsigned long long)(0xffffffffu - (uint32_t)j);
+		}
+	}
+	__syncthreads();
+	uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
+	for (int i = tid; i < IDX_BINS2; i += kFThreads) {
+		uint32_t v = sm.u.h2[i];
+		if (v)
+			atomicAdd(&gh2[i], v);
+	}
+	if (!FUSE)
+		return;
+	__threadfence(); /* this CTA's list entries and bins before its "done" */
+	__syncthreads();
+	if (tid == 0) {
+		const uint32_t nblk = (uint32_t)((L + kFChunk - 1) / kFChunk);
+		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
+	}
+	__syncthreads();
+	if (!sm.last)
+		return;
+	__threadfence(); /* everyone else's writes are visible: read them through L2 */
+	select_row(a, row, L, bstar, above1, sm, tmp);
+}
+
+/* grid n_rows (the phases benchmark aid's separate select). */
+__global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
+{
+	__shared__ FScan::TempStorage tmp;
+	__shared__ SelSmem sm;
+	const int row = blockIdx.x;
+	const int L = row_lim(a, row);
+	if (L <= a.topk) {
+		write_trivial(a, row, L, false);
+		return;
+	}
+	uint32_t bstar, above1;
+	if (!row_cut(a, row, sm, tmp, &bstar, &above1)) {
+		write_trivial(a, row, L, true);
+		return;
+	}
+	select_row(a, row, L, bstar, above1, sm, tmp);
 }
 
 template <int FMT, int R>
@@ -538,13 +749,25 @@ cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st
 {
 	size_t smem = (size_t)R * a.mt * 16 * kQStride * 2 + (size_t)R * a.mt * 16 * 4 +
 		      (size_t)R * IDX_BINS * 4;
+	cudaError_t e;
 	if (smem > 48 * 1024) {
-		cudaError_t e = cudaFuncSetAttribute(scan_kernel<FMT, R>,
-						     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		e = cudaFuncSetAttribute(scan_kernel<FMT, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					 (int)smem);
 		if (e != cudaSuccess)
 			return e;
 	}
-	dim3 grid((unsigned)((max_limit + kChunk - 1) / kChunk), (unsigned)n_req);
+	/* one wave: as many CTAs per request as the GPU holds at once, split over requests */
+	int devi = 0, nsm = 0, per_sm = 0;
+	if ((e = cudaGetDevice(&devi)) != cudaSuccess ||
+	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, devi)) != cudaSuccess ||
+	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_kernel<FMT, R>, kThreads,
+							       smem)) != cudaSuccess)
+		return e;
+	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
+	const long long units = ((long long)max_limit + kUnit - 1) / kUnit;
+	long long gx = slots / n_req;
+	gx = gx < 1 ? 1 : gx > units ? units : gx;
+	dim3 grid((unsigned)gx, (unsigned)n_req);
 	scan_kernel<FMT, R><<<grid, kThreads, smem, st>>>(a);
 	return cudaSuccess;
 }
@@ -562,13 +785,16 @@ cudaError_t launch_scan_fmt(const Args &a, int R, int n_req, int max_limit, cuda
 
 } // namespace
 
-extern "C" int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params *p,
-				    strata_stream *s)
+/* The whole indexer on stream s; with ev (5 events) recorded before the memset and
+ * after each of the memset, scan, filter and select (the phases benchmark aid). */
+static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
+		       cudaEvent_t *ev)
 {
 	int err = idx_check_params(p);
 	if (err)
 		return err;
 	if (p->topk > STRATA_INDEXER_MAX_TOPK || p->n_req > 65535 || p->n_rows > 65535 ||
+	    p->max_limit > (INT_MAX >> 2) ||
 	    p->B % 4 || (p->pages && ((uintptr_t)p->pages & 15)))
 		return -EINVAL;
 	if (p->n_rows == 0)
@@ -599,6 +825,7 @@ extern "C" int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params
 	a.out_scores = p->out_scores;
 	a.hist = reinterpret_cast<uint32_t *>(sb + l.off_hist);
 	a.count = reinterpret_cast<uint32_t *>(sb + l.off_count);
+	a.hist2 = reinterpret_cast<uint32_t *>(sb + l.off_hist2);
 	a.sel = reinterpret_cast<int32_t *>(sb + l.off_sel);
 	a.cand = reinterpret_cast<unsigned long long *>(sb + l.off_cand);
 	a.scores = reinterpret_cast<float *>(sb + l.off_scores);
@@ -606,11 +833,16 @@ extern "C" int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params
 	a.cap = l.cand_cap;
 
 	cudaStream_t st = reinterpret_cast<cudaStream_t>(s);
+	if (ev)
+		cudaEventRecord(ev[0], st);
 	if (cudaMemsetAsync(p->scratch, 0, l.zero_bytes, st) != cudaSuccess) {
 		err = strata_dev_check(dev, "indexer: scratch memset");
 		return err ? err : STRATA_E_CUDA;
 	}
-	if (p->max_limit > p->topk && p->n_req > 0) {
+	if (ev)
+		cudaEventRecord(ev[1], st);
+	const bool scored = p->max_limit > p->topk && p->n_req > 0;
+	if (scored) {
 		cudaError_t e = p->fmt == STRATA_INDEX_MXFP4
 			? launch_scan_fmt<STRATA_INDEX_MXFP4>(a, p->max_rows, p->n_req, p->max_limit, st)
 			: launch_scan_fmt<STRATA_INDEX_FP8>(a, p->max_rows, p->n_req, p->max_limit, st);
@@ -620,11 +852,60 @@ extern "C" int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params
 		}
 		if ((err = strata_dev_check(dev, "indexer: scan")))
 			return err;
-		dim3 fg((unsigned)((p->max_limit + kFChunk - 1) / kFChunk), (unsigned)p->n_rows);
-		filter_kernel<<<fg, kFThreads, 0, st>>>(a);
+	}
+	if (ev)
+		cudaEventRecord(ev[2], st);
+	/* rows with limit <= k need no filter CTAs beyond the first (they write 0..limit-1) */
+	const unsigned fx = scored ? (unsigned)((p->max_limit + kFChunk - 1) / kFChunk) : 1u;
+	dim3 fg(fx, (unsigned)p->n_rows);
+	if (!ev) { /* filter with the row's select fused into its last CTA */
+		filter_kernel<true><<<fg, kFThreads, 0, st>>>(a);
+		return strata_dev_check(dev, "indexer: filter+select");
+	}
+	if (scored) {
+		filter_kernel<false><<<fg, kFThreads, 0, st>>>(a);
 		if ((err = strata_dev_check(dev, "indexer: filter")))
 			return err;
 	}
-	select_kernel<<<p->n_rows, kSThreads, 0, st>>>(a);
-	return strata_dev_check(dev, "indexer: select");
+	cudaEventRecord(ev[3], st);
+	select_kernel<<<p->n_rows, kFThreads, 0, st>>>(a);
+	err = strata_dev_check(dev, "indexer: select");
+	cudaEventRecord(ev[4], st);
+	return err;
+}
+
+extern "C" int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params *p,
+				    strata_stream *s)
+{
+	return run_indexer(dev, p, s, nullptr);
+}
+
+extern "C" int strata_k_indexer_phases_gpu(strata_dev *dev, const strata_indexer_params *p,
+					   strata_stream *s, float ms[4])
+{
+	cudaEvent_t ev[5];
+	int n = 0, err = 0;
+	for (; n < 5; n++)
+		if (cudaEventCreate(&ev[n]) != cudaSuccess)
+			break;
+	if (n < 5) {
+		err = strata_dev_check(dev, "indexer phases: events");
+		err = err ? err : STRATA_E_CUDA;
+		goto out;
+	}
+	for (int i = 0; i < 4; i++)
+		ms[i] = 0.0f;
+	if ((err = run_indexer(dev, p, s, ev)))
+		goto out;
+	if (cudaEventSynchronize(ev[4]) != cudaSuccess) {
+		err = strata_dev_check(dev, "indexer phases: sync");
+		err = err ? err : STRATA_E_CUDA;
+		goto out;
+	}
+	for (int i = 0; i < 4; i++)
+		cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]);
+out:
+	while (n > 0)
+		cudaEventDestroy(ev[--n]);
+	return err;
 }

@@ -37,7 +37,13 @@ static size_t cpu_scratch(const strata_indexer_params *p)
 
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p)
 {
-	if (!p || idx_check_params(p))
+	if (!p)
+		return 0;
+	/* The size depends on shapes only: callers ask before the buffers exist, so the
+	 * pointers are not checked here (n_rows = 0 skips those checks). */
+	strata_indexer_params shape = *p;
+	shape.n_rows = 0;
+	if (idx_check_params(&shape))
 		return 0;
 	if (strata_dev_is_gpu(dev)) {
 		idx_gpu_layout l;
@@ -56,6 +62,21 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
 	(void)dev;
 	(void)s;
 	return strata_k_indexer_cpu(p);
+}
+
+int strata_k_indexer_phases(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
+			    float ms[4])
+{
+	if (!ms)
+		return -EINVAL;
+#ifdef STRATA_HAVE_CUDA
+	if (strata_dev_is_gpu(dev))
+		return strata_k_indexer_phases_gpu(dev, p, s, ms);
+#endif
+	(void)dev;
+	(void)p;
+	(void)s;
+	return STRATA_E_UNSUPPORTED;
 }
 
 /* ---- selection ---------------------------------------------------------------------- */

@@ -114,12 +114,14 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 /* ---- GPU scratch layout (host computes it, kernels use it) ------------------------ */
 
 #define IDX_BINS 2048         /* first-pass histogram buckets (fp16 of the score) */
+#define IDX_BINS2 4096        /* second-level bins inside the threshold bucket */
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
+#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done */
 
 typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */
 	size_t cand_cap;      /* candidates per row */
-	size_t off_hist, off_count, off_sel, off_cand, off_scores;
+	size_t off_hist, off_count, off_hist2, off_sel, off_cand, off_scores;
 	size_t total;
 	size_t zero_bytes;    /* [0, zero_bytes) must be zero before the scan */
 } idx_gpu_layout;
@@ -129,6 +131,8 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
+/* hist2 is not in the zeroed prefix: the scan's first CTA of each request zeroes its
+ * rows' (the filter, which fills it, runs after the scan). */
 static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_layout *l)
 {
 	size_t rows = (size_t)(p->n_rows > 0 ? p->n_rows : 0);
@@ -137,8 +141,9 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->cand_cap = lim < IDX_CAND_CAP ? lim : IDX_CAND_CAP;
 	l->off_hist = 0;
 	l->off_count = idx_align(rows * IDX_BINS * 4);
-	l->zero_bytes = l->off_count + idx_align(rows * 2 * 4);
-	l->off_sel = l->zero_bytes;
+	l->zero_bytes = l->off_count + idx_align(rows * IDX_CNT * 4);
+	l->off_hist2 = l->zero_bytes;
+	l->off_sel = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 4);
 	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);
 	l->total = l->off_scores + idx_align(rows * l->score_stride * 4);
@@ -151,6 +156,8 @@ extern "C" {
 int idx_check_params(const strata_indexer_params *p);
 #ifdef STRATA_HAVE_CUDA
 int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
+int strata_k_indexer_phases_gpu(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
+				float ms[4]);
 #endif
 #ifdef __cplusplus
 }

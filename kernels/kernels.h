@@ -213,6 +213,13 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */
 int strata_k_indexer_cpu(const strata_indexer_params *p);
+/* Benchmark aid (GPU only, STRATA_E_UNSUPPORTED on the CPU backend): runs the same
+ * work as strata_k_indexer with events between its launches, synchronises s and
+ * returns the milliseconds of each phase: ms[0] scratch memset, ms[1] scan,
+ * ms[2] filter, ms[3] select. The phases run as separate launches here even where
+ * strata_k_indexer fuses them, so their sum can exceed a strata_k_indexer call. */
+int strata_k_indexer_phases(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
+			    float ms[4]);
 
 /* -- benchmark baselines (GPU only; STRATA_E_UNSUPPORTED on the CPU backend) -----------
  * What `strata bench indexer` measures the indexer against, in kernels/ because bench/

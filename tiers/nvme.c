@@ -77,6 +77,10 @@ static int open_file(strata_nvme_store *s, const strata_nvme_config *cfg)
 		s->fd = open(cfg->path, flags | O_DIRECT, 0600);
 		if (s->fd >= 0) {
 			s->direct = true;
+			/* Caller buffers at this alignment take the zero-copy path. Logical
+			 * blocks may be 512 B, but a 4 KiB-formatted NVMe namespace needs 4 KiB,
+			 * and page-aligned buffers are what callers have anyway. */
+			s->dio_align = STRATA_NVME_BLOCK;
 			return 0;
 		}
 		if (errno != EINVAL)
@@ -149,7 +153,20 @@ static int size_store(strata_nvme_store *s, const strata_nvme_config *cfg, bool 
 
 static int setup_ring(strata_nvme_store *s, const strata_nvme_config *cfg)
 {
-	int err = io_uring_queue_init(s->qd, &s->ring, 0);
+	/* COOP_TASKRUN (5.19+): completions are posted when this thread next enters the
+	 * kernel, which it does anyway to submit or wait, instead of by interrupting it;
+	 * TASKRUN_FLAG tells liburing when a peek must enter to see them. SINGLE_ISSUER
+	 * and DEFER_TASKRUN would save more but tie the ring to one thread, and any thread
+	 * may call the store. Older kernels refuse the flags: plain ring then. */
+	struct io_uring_params p;
+	memset(&p, 0, sizeof p);
+	p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
+	int err = io_uring_queue_init_params(s->qd, &s->ring, &p);
+	s->coop_taskrun = !err;
+	if (err == -EINVAL) {
+		memset(&p, 0, sizeof p);
+		err = io_uring_queue_init_params(s->qd, &s->ring, &p);
+	}
 	if (err) {
 		STRATA_LOG(STRATA_LOG_ERROR, STRATA_SUB_TIERS, "nvme: io_uring_queue_init(%u): %s",
 			   s->qd, strata_strerror(err));
@@ -192,6 +209,7 @@ int strata_nvme_open(const strata_nvme_config *cfg, strata_nvme_store **out)
 	s->fd = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	s->qd = cfg->queue_depth ? cfg->queue_depth : DEFAULT_QD;
+	s->dio_align = 1;
 	s->slot_bytes = cfg->slot_bytes ? cfg->slot_bytes : DEFAULT_SLOT;
 	bool reused = false;
 	int err = open_file(s, cfg);
@@ -303,17 +321,23 @@ int strata_nvme_scan(strata_nvme_store *s, strata_nvme_scan_cb cb, void *arg)
 			break;
 		}
 		/* The lock is not held here: cb may call back into the store. */
+		/* A trailer sits at the end of a record's last block: check every block's
+		 * last 64 bytes, and a valid one says where its record starts. Records
+		 * don't overlap, so last-block order is start order. */
 		for (uint64_t b = 0; b < n && !ret; b += STRATA_NVME_BLOCK) {
 			nvme_rec_hdr hd;
-			memcpy(&hd, chunk + b, sizeof hd);
+			memcpy(&hd, chunk + b + STRATA_NVME_BLOCK - sizeof hd, sizeof hd);
 			if (hd.magic != NVME_REC_MAGIC || hd.version != NVME_VERSION ||
 			    hd.hdr_bytes != STRATA_NVME_HEADER_BYTES ||
-			    nvme_hdr_checksum(&hd) != hd.hdr_xxh3 || !hd.length)
+			    nvme_hdr_checksum(&hd) != hd.hdr_xxh3 || !hd.length ||
+			    hd.length > MAX_RECORD_PAYLOAD)
 				continue;
-			strata_page_handle h = { .tier = STRATA_TIER_NVME, .location = off + b,
+			uint64_t end = off + b + STRATA_NVME_BLOCK,
+				 rb = strata_nvme_record_bytes(hd.length);
+			if (rb > end - STRATA_NVME_BLOCK) /* would start in the superblock */
+				continue;
+			strata_page_handle h = { .tier = STRATA_TIER_NVME, .location = end - rb,
 						 .length = hd.length, .checksum = hd.payload_xxh3 };
-			if (strata_nvme_record_bytes(hd.length) > s->capacity - h.location)
-				continue;
 			strata_page_key key = { hd.key_lo, hd.key_hi };
 			ret = cb(arg, &key, &h);
 		}

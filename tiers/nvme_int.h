@@ -4,14 +4,19 @@
 #define STRATA_NVME_INT_H
 
 #include <liburing.h>
+#include <sys/uio.h>
 
 #include "tiers_int.h"
 
 #define NVME_SB_MAGIC 0x4253415441525453ull  /* "STRATASB" little-endian */
 #define NVME_REC_MAGIC 0x4750415441525453ull /* "STRATAPG" */
-#define NVME_VERSION 1u
+/* 2: the record header moved from the record's first 64 bytes to its last 64 (a
+ * trailer), so that the payload starts block-aligned and can move by DMA straight
+ * between the device and an aligned caller buffer. Version 1 stores are refused. */
+#define NVME_VERSION 2u
+#define MAX_RECORD_PAYLOAD ((uint64_t)1 << 40)
 
-/* On-disk record header, the first 64 bytes of a record (host byte order: strata runs
+/* On-disk record trailer, the last 64 bytes of a record (host byte order: strata runs
  * on little-endian machines only, and the superblock's magic catches anything else). */
 typedef struct nvme_rec_hdr {
 	uint64_t magic;
@@ -42,10 +47,15 @@ typedef struct nvme_slot {
 	bool busy;
 	strata_nvme_op *op;     /* the caller's op (READ/WRITE) */
 	int *done;              /* internal ops: set to 1 on completion (result in op) */
-	uint8_t *buf;           /* aligned transfer buffer: staging slot or tmp */
-	uint8_t *tmp;           /* a temporary buffer for records past slot_bytes */
+	uint8_t *buf;           /* aligned transfer buffer (staging slot or tmp): record
+	                           bytes [head, bytes) */
+	uint8_t *tmp;           /* a temporary buffer for transfers past slot_bytes */
+	uint64_t head;          /* READ/WRITE: record bytes [0, head) move straight from/to
+	                           the caller's buffer (0: the whole record goes via buf) */
+	struct iovec iov[2];    /* head > 0: { caller, head }, { buf, bytes - head }; kept
+	                           here because the kernel may read them after submission */
 	uint64_t offset;
-	uint64_t bytes;         /* the transfer's expected length */
+	uint64_t bytes;         /* the transfer's expected length (the whole record) */
 	int *raw_res;           /* SLOT_RAW/SYNC: receives bytes moved or the error */
 } nvme_slot;
 
@@ -53,6 +63,8 @@ struct strata_nvme_store {
 	pthread_mutex_t mu;     /* guards everything below (one ring) */
 	int fd;
 	bool direct, blockdev, reg_bufs, reg_file, recovering;
+	bool coop_taskrun;      /* ring made with COOP_TASKRUN | TASKRUN_FLAG */
+	size_t dio_align;       /* caller-buffer alignment for the zero-copy path */
 	struct io_uring ring;
 	bool ring_ok;
 	unsigned qd;

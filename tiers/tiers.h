@@ -26,16 +26,20 @@
  *
  * NVMe record format (little-endian, all offsets 4 KiB-aligned):
  *   offset 0      superblock, 4 KiB: magic "STRATASB", version, capacity, checksum
- *   each record   [64-byte header][payload][zero pad to a 4 KiB multiple]
- *                 header: magic "STRATAPG", version, key (128 bits), payload length,
- *                 XXH3-64 of the payload, XXH3-64 of the header's first 56 bytes.
- * The header sits inline, in the record's first 4 KiB block, rather than in a block of
- * its own: a 37,440 B C4 main block then takes 40 KiB on disk instead of 44 KiB. The
- * cost is that every transfer goes through an aligned staging buffer (registered with
- * io_uring), never straight into the caller's memory. Every read checks the header (magic,
- * version, header checksum, length and checksum against the handle) and hashes the
- * payload; a failure is STRATA_E_CHECKSUM (or STRATA_E_CORRUPT for a damaged header) and
- * the caller's buffer is zeroed, never filled with the suspect bytes.
+ *   each record   [payload][zero pad][64-byte trailer], a 4 KiB multiple (version 2)
+ *                 trailer: magic "STRATAPG", version, key (128 bits), payload length,
+ *                 XXH3-64 of the payload, XXH3-64 of the trailer's first 56 bytes.
+ * The trailer shares the record's last 4 KiB block with the payload's tail rather than
+ * taking a block of its own: a 37,440 B C4 main block takes 40 KiB on disk, not 44 KiB.
+ * It sits at the end so that the payload starts block-aligned: with O_DIRECT, a caller
+ * buffer aligned to 4 KiB (any buffer when buffered) gets the payload's whole blocks
+ * by DMA straight from or to the device (one READV/WRITEV per record), and only the
+ * last block or two pass through a staging buffer (registered with io_uring). Other
+ * buffers, and verify, move the whole record through staging. Every read checks the
+ * trailer (magic, version, trailer checksum, length and checksum against the handle)
+ * and hashes the payload; a failure is STRATA_E_CHECKSUM (or STRATA_E_CORRUPT for a
+ * damaged trailer) and the caller's buffer is zeroed, never left with the suspect
+ * bytes. Version 1 stores (header first) are refused as STRATA_E_FORMAT.
  *
  * Free space is a first-fit extent allocator over 4 KiB blocks (a sorted array of free
  * extents, coalesced on free). Nothing about allocation is persisted: after a crash the
@@ -207,7 +211,7 @@ int strata_host_pool_inject_alloc(strata_host_pool *p, int64_t nth, int err);
 /* ==== NVMe store ======================================================================= */
 
 #define STRATA_NVME_BLOCK 4096u        /* alignment of every offset and transfer */
-#define STRATA_NVME_HEADER_BYTES 64u   /* inline record header */
+#define STRATA_NVME_HEADER_BYTES 64u   /* record trailer (the name predates version 2) */
 
 /* Open flags. */
 enum {
@@ -227,7 +231,9 @@ typedef struct strata_nvme_config {
 	unsigned flags;            /* STRATA_NVME_* */
 	uint64_t budget_bytes;     /* 0: the capacity */
 	size_t slot_bytes;         /* staging bytes per in-flight op (registered); 0 = 1 MiB
-	                              + 4 KiB. Bigger records use a temporary buffer. */
+	                              + 4 KiB. Aligned caller buffers stage at most 8 KiB
+	                              per record; unaligned ones and verify stage the whole
+	                              record, in a temporary buffer when past this. */
 } strata_nvme_config;
 #define STRATA_NVME_CONFIG_INIT { sizeof(strata_nvme_config) }
 
@@ -240,19 +246,21 @@ typedef struct strata_nvme_store strata_nvme_store;
 int strata_nvme_open(const strata_nvme_config *cfg, strata_nvme_store **out);
 void strata_nvme_destroy(strata_nvme_store *s); /* waits for in-flight I/O; NULL no-op */
 
-/* Record bytes on disk for a payload of len bytes (header + payload, 4 KiB-rounded). */
+/* Record bytes on disk for a payload of len bytes (payload + trailer, 4 KiB-rounded). */
 uint64_t strata_nvme_record_bytes(uint64_t len);
 
-/* Synchronous write: allocate an extent, write [header][payload], wait. On success *h is
+/* Synchronous write: allocate an extent, write [payload][trailer], wait. On success *h is
  * the record's handle; on failure *h is all zero (tier NONE) and nothing stays
- * allocated. len 1 .. 2^40; key NULL means the zero key; buf needs no alignment. The
- * record is durable only after a later strata_nvme_sync(). */
+ * allocated. len 1 .. 2^40; key NULL means the zero key; buf needs no alignment (4 KiB
+ * alignment makes it zero-copy). The record is durable only after a later
+ * strata_nvme_sync(). */
 int strata_nvme_write(strata_nvme_store *s, const strata_page_key *key, const void *buf,
 		      size_t len, strata_page_handle *h);
 /* Synchronous verified read of the record h into buf (buf_len >= h->length). Returns 0
  * with h->length bytes in buf, or an error: -EINVAL for a bad handle or a short buffer
  * (buf untouched); otherwise (I/O error, STRATA_E_SHORTIO, STRATA_E_CHECKSUM,
- * STRATA_E_CORRUPT) buf[0 .. h->length) is zeroed. buf needs no alignment. */
+ * STRATA_E_CORRUPT) buf[0 .. h->length) is zeroed. buf needs no alignment (4 KiB
+ * alignment makes it zero-copy). */
 int strata_nvme_read(strata_nvme_store *s, const strata_page_handle *h, void *buf,
 		     size_t buf_len);
 /* Read and check a record without handing out its bytes; *key (may be NULL) receives
@@ -274,7 +282,8 @@ typedef enum { STRATA_NVME_OP_READ = 0, STRATA_NVME_OP_WRITE = 1 } strata_nvme_o
 typedef struct strata_nvme_op {
 	strata_nvme_op_kind kind;
 	strata_page_key key;       /* WRITE: the record's key */
-	void *buf;                 /* READ: destination; WRITE: source (read until reaped) */
+	void *buf;                 /* READ: destination (contents unspecified until reaped);
+	                              WRITE: source (read until reaped) */
 	size_t len;                /* READ: buffer capacity; WRITE: payload bytes */
 	strata_page_handle handle; /* READ: the record; WRITE: set on success */
 	/* READ: key receives the stored key on success. buf may be NULL (verify only). */
@@ -301,9 +310,9 @@ int strata_nvme_inflight(const strata_nvme_store *s);
 int strata_nvme_mark_live(strata_nvme_store *s, const strata_page_handle *h);
 int strata_nvme_recover_done(strata_nvme_store *s);
 
-/* Walk the file and call cb for each intact record header (magic, version and header
- * checksum valid), in offset order; cb returns nonzero to stop (that value is returned).
- * Freed records whose header survived are reported too: the caller's metadata decides
+/* Walk the file and call cb for each intact record trailer (magic, version and trailer
+ * checksum valid), in record offset order; cb returns nonzero to stop (that value is
+ * returned). Freed records whose trailer survived are reported too: the caller's metadata decides
  * what is live, and strata_nvme_verify() checks a payload. */
 typedef int (*strata_nvme_scan_cb)(void *arg, const strata_page_key *key,
 				   const strata_page_handle *h);

@@ -268,8 +268,9 @@ START_TEST(corruption)
 	nt_fill(b, L, 3);
 	ck_assert_int_eq(strata_nvme_write(s, NULL, b, L, &hd), 0);
 	ck_assert_int_eq(strata_nvme_sync(s), 0);
-	nt_flip(c2.location + STRATA_NVME_HEADER_BYTES + 20000); /* payload byte */
-	nt_flip(hd.location + 10);                               /* header byte */
+	nt_flip(c2.location + 20000); /* payload byte */
+	nt_flip(hd.location + strata_nvme_record_bytes(L) - STRATA_NVME_HEADER_BYTES +
+		10); /* trailer byte */
 	memset(b, 0xaa, L);
 	ck_assert_int_eq(strata_nvme_read(s, &c2, b, L), STRATA_E_CHECKSUM);
 	for (int i = 0; i < L; i++)
