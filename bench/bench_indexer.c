@@ -504,10 +504,11 @@ int strata_bench_indexer(int argc, char **argv)
 					      "TFLOPs", bench_fmt("%.1f", flops / (res.idx_us * 1e6)),
 					      "target", target,
 					      "check", !o.check ? "-" : res.check_ok ? "ok" : "FAIL",
-					      phases ? "mset_us" : NULL, bench_fmt("%.1f", res.ph_us[0]),
-					      "scan_us", bench_fmt("%.1f", res.ph_us[1]),
-					      "filt_us", bench_fmt("%.1f", res.ph_us[2]),
-					      "sel_us", bench_fmt("%.1f", res.ph_us[3]), NULL);
+					      phases ? "mset_us" : NULL,
+					      gpu ? bench_fmt("%.1f", res.ph_us[0]) : "n/a",
+					      "scan_us", gpu ? bench_fmt("%.1f", res.ph_us[1]) : "n/a",
+					      "filt_us", gpu ? bench_fmt("%.1f", res.ph_us[2]) : "n/a",
+					      "sel_us", gpu ? bench_fmt("%.1f", res.ph_us[3]) : "n/a", NULL);
 			}
 		point_done:
 			strata_dev_free(dev, dq);

@@ -94,74 +94,95 @@ static int bench_lookup(bench_out *out, const bench_opts *o, const char *dir)
 
 /* The NVMe store's own bandwidth on this device, measured now in a store file of its
  * own: n records of len[i] bytes, written from and read back into dst[i] with the queue
- * kept full (the store's default depth, as the prefix store uses). The read figure is
- * the median of reps passes after a warm-up. */
-static int nvme_limit(const char *dir, int n, const size_t *len, uint8_t *const *dst, int reps,
-		      double *wr, double *rd)
-{
+ * kept full (the store's default depth, as the prefix store uses). */
+typedef struct nv_lim {
+	strata_nvme_store *s;
+	strata_nvme_op *ops, **ptr;
+	int n;
+	uint64_t bytes;
 	char path[8192];
-	snprintf(path, sizeof path, "%s/limit.strata", dir);
-	uint64_t bytes = 0, cap = 64ull << 20;
+} nv_lim;
+
+/* One pass over every record (kind), queue full; seconds, or a negative error. */
+static double nv_lim_pass(nv_lim *L, strata_nvme_op_kind kind, const size_t *len,
+			  uint8_t *const *dst)
+{
+	strata_nvme_op *done[64];
+	int rc = 0, n = L->n;
 	for (int i = 0; i < n; i++) {
-		bytes += len[i];
+		strata_page_handle h = L->ops[i].handle;
+		memset(&L->ops[i], 0, sizeof L->ops[i]);
+		L->ops[i].kind = kind;
+		L->ops[i].key.lo = (uint64_t)i;
+		L->ops[i].buf = dst[i];
+		L->ops[i].len = len[i];
+		L->ops[i].handle = h;
+		L->ptr[i] = &L->ops[i];
+	}
+	uint64_t t0 = strata_now_ns();
+	int sub = 0, fin = 0;
+	while (fin < n && !rc) {
+		int k = sub < n ? strata_nvme_submit(L->s, L->ptr + sub, n - sub) : 0;
+		if (k > 0)
+			sub += k;
+		int r = strata_nvme_reap(L->s, 1, done, 64);
+		if (r < 0)
+			rc = r;
+		for (int j = 0; j < r; j++)
+			if (done[j]->result && !rc)
+				rc = done[j]->result;
+		fin += r > 0 ? r : 0;
+	}
+	if (kind == STRATA_NVME_OP_WRITE && !rc)
+		rc = strata_nvme_sync(L->s);
+	return rc ? rc : secs(strata_now_ns() - t0);
+}
+
+static void nv_lim_close(nv_lim *L)
+{
+	free(L->ptr);
+	free(L->ops);
+	if (L->s) {
+		strata_nvme_destroy(L->s);
+		unlink(L->path);
+	}
+	memset(L, 0, sizeof *L);
+}
+
+/* Create the store and write the records; *wr gets the write bandwidth. */
+static int nv_lim_open(nv_lim *L, const char *dir, const char *name, int n, const size_t *len,
+		       uint8_t *const *dst, double *wr)
+{
+	memset(L, 0, sizeof *L);
+	snprintf(L->path, sizeof L->path, "%s/%s.strata", dir, name);
+	uint64_t cap = 64ull << 20;
+	for (int i = 0; i < n; i++) {
+		L->bytes += len[i];
 		cap += strata_nvme_record_bytes(len[i]);
 	}
 	strata_nvme_config cfg = STRATA_NVME_CONFIG_INIT;
-	cfg.path = path;
+	cfg.path = L->path;
 	cfg.capacity_bytes = cap;
 	cfg.flags = STRATA_NVME_CREATE;
-	strata_nvme_store *s = NULL;
-	int rc = strata_nvme_open(&cfg, &s);
+	int rc = strata_nvme_open(&cfg, &L->s);
 	if (rc)
 		return rc;
-	strata_nvme_op *ops = calloc((size_t)n, sizeof *ops), **ptr = calloc((size_t)n, sizeof *ptr);
-	double *t = calloc((size_t)reps + 1, sizeof *t);
-	strata_nvme_op *done[64];
-	if (!ops || !ptr || !t)
-		rc = -ENOMEM;
-	for (int i = 0; i < n && !rc; i++)
-		fx_fill(dst[i], len[i], (uint64_t)i + 1);
-	for (int pass = -1; pass <= reps && !rc; pass++) {
-		for (int i = 0; i < n; i++) {
-			strata_page_handle h = ops[i].handle;
-			memset(&ops[i], 0, sizeof ops[i]);
-			ops[i].kind = pass < 0 ? STRATA_NVME_OP_WRITE : STRATA_NVME_OP_READ;
-			ops[i].key.lo = (uint64_t)i;
-			ops[i].buf = dst[i];
-			ops[i].len = len[i];
-			ops[i].handle = h;
-			ptr[i] = &ops[i];
-		}
-		uint64_t t0 = strata_now_ns();
-		int sub = 0, fin = 0;
-		while (fin < n && !rc) {
-			int k = sub < n ? strata_nvme_submit(s, ptr + sub, n - sub) : 0;
-			if (k > 0)
-				sub += k;
-			int r = strata_nvme_reap(s, 1, done, 64);
-			if (r < 0)
-				rc = r;
-			for (int j = 0; j < r; j++)
-				if (done[j]->result && !rc)
-					rc = done[j]->result;
-			fin += r > 0 ? r : 0;
-		}
-		if (pass < 0 && !rc)
-			rc = strata_nvme_sync(s);
-		double sec = secs(strata_now_ns() - t0);
-		if (pass < 0)
-			*wr = (double)bytes / sec / 1e9;
-		else if (pass > 0)
-			t[pass - 1] = sec; /* pass 0 warms up */
+	L->n = n;
+	L->ops = calloc((size_t)n, sizeof *L->ops);
+	L->ptr = calloc((size_t)n, sizeof *L->ptr);
+	if (!L->ops || !L->ptr) {
+		nv_lim_close(L);
+		return -ENOMEM;
 	}
-	if (!rc)
-		*rd = (double)bytes / bench_stats_of(t, reps).median / 1e9;
-	free(t);
-	free(ptr);
-	free(ops);
-	strata_nvme_destroy(s);
-	unlink(path);
-	return rc;
+	for (int i = 0; i < n; i++)
+		fx_fill(dst[i], len[i], (uint64_t)i + 1);
+	double t = nv_lim_pass(L, STRATA_NVME_OP_WRITE, len, dst);
+	if (t < 0) {
+		nv_lim_close(L);
+		return (int)t;
+	}
+	*wr = (double)L->bytes / t / 1e9;
+	return 0;
 }
 
 /* The 1 MiB-record limit: the store at its best, for the store row. */
@@ -171,15 +192,28 @@ static int nvme_limit_1m(const char *dir, uint64_t bytes, int reps, double *wr, 
 	int n = (int)((bytes + rec - 1) / rec);
 	size_t *len = malloc((size_t)n * sizeof *len);
 	uint8_t **dst = malloc((size_t)n * sizeof *dst);
+	double *t = calloc((size_t)reps, sizeof *t);
 	uint8_t *buf = NULL;
+	nv_lim L;
 	int rc = -ENOMEM;
-	if (len && dst && !posix_memalign((void **)&buf, 4096, rec * (size_t)n)) {
+	if (len && dst && t && !posix_memalign((void **)&buf, 4096, rec * (size_t)n)) {
 		for (int i = 0; i < n; i++) {
 			len[i] = rec;
 			dst[i] = buf + rec * (size_t)i;
 		}
-		rc = nvme_limit(dir, n, len, dst, reps, wr, rd);
+		rc = nv_lim_open(&L, dir, "limit1m", n, len, dst, wr);
+		for (int r = -1; r < reps && !rc; r++) {
+			double x = nv_lim_pass(&L, STRATA_NVME_OP_READ, len, dst);
+			if (x < 0)
+				rc = (int)x;
+			else if (r >= 0)
+				t[r] = x;
+		}
+		if (!rc)
+			*rd = (double)L.bytes / bench_stats_of(t, reps).median / 1e9;
+		nv_lim_close(&L);
 	}
+	free(t);
 	free(buf);
 	free(dst);
 	free(len);
@@ -260,6 +294,12 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 	 * restore, 4 KiB-aligned host memory for the NVMe one. */
 	strata_prefix_restored rdev = STRATA_PREFIX_RESTORED_INIT,
 			       rhost = STRATA_PREFIX_RESTORED_INIT;
+	size_t *rlen = malloc((size_t)n_rec * sizeof *rlen);
+	uint8_t **rdst = malloc((size_t)n_rec * sizeof *rdst);
+	nv_lim PL = { 0 };
+	void *h = NULL, *d = NULL, *hs = NULL, *ds = NULL;
+	double *t = malloc(sizeof(double) * (size_t)(o->reps > 5 ? o->reps : 5));
+	double *tl = malloc(sizeof(double) * (size_t)o->reps);
 	for (int f = 0; f < STRATA_PFX_FAMILIES; f++) {
 		rdev.dest[f] = STRATA_PFX_TO_DEVICE;
 		rhost.dest[f] = STRATA_PFX_TO_HOST;
@@ -271,12 +311,10 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 	}
 	/* Limits measured now, on this machine: the NVMe store with 1 MiB records and with
 	 * the restore's own records (same sizes, same order, same destinations, same queue
-	 * depth), and a contiguous pinned host -> device copy of the same page bytes. */
-	double nv_wr = 0, nv_rd = 0, pg_wr = 0, pg_rd = 0;
+	 * depth). */
+	double nv_wr = 0, nv_rd = 0, pg_wr = 0;
 	if ((rc = nvme_limit_1m(dir, page_bytes + state, o->reps, &nv_wr, &nv_rd)))
 		fprintf(stderr, "nvme limit: %s\n", strata_strerror(rc));
-	size_t *rlen = malloc((size_t)n_rec * sizeof *rlen);
-	uint8_t **rdst = malloc((size_t)n_rec * sizeof *rdst);
 	if (rlen && rdst) {
 		int k = 0;
 		for (int l = 0, off = 0; l < m.n_layers; l++) {
@@ -292,37 +330,21 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 						rdst[k] = (uint8_t *)rhost.into[l][f] + j * rlen[k];
 						k++;
 					}
-		if ((rc = nvme_limit(dir, n_rec, rlen, rdst, o->reps, &pg_wr, &pg_rd)))
+		if ((rc = nv_lim_open(&PL, dir, "limitpg", n_rec, rlen, rdst, &pg_wr)))
 			fprintf(stderr, "nvme page limit: %s\n", strata_strerror(rc));
 	}
-	free(rdst);
-	free(rlen);
 	/* The host-copy restore's limit: the same bytes as two contiguous copies issued
 	 * the way the restore issues its own: the pages pinned host -> device (async on the
-	 * GPU), the state host -> host meanwhile, then one sync. */
-	void *h = NULL, *d = NULL, *hs = NULL, *ds = NULL;
-	double copy = 0;
-	double *t = malloc(sizeof(double) * (size_t)(o->reps > 5 ? o->reps : 5));
-	if (!strata_dev_host_alloc(dev, page_bytes, &h) && !strata_dev_alloc(dev, page_bytes, &d) &&
-	    !posix_memalign(&hs, 4096, sb) && !posix_memalign(&ds, 4096, sb)) {
-		memset(h, 1, page_bytes);
-		memset(hs, 2, sb);
-		memset(ds, 0, sb);
-		for (int r = -o->warmup; r < o->reps; r++) {
-			uint64_t t0 = strata_now_ns();
-			strata_dev_copy(dev, d, h, page_bytes, NULL);
-			memcpy(ds, hs, sb);
-			strata_dev_sync(dev);
-			if (r >= 0)
-				t[r] = secs(strata_now_ns() - t0);
-		}
-		copy = (double)(page_bytes + sb) / bench_stats_of(t, o->reps).median / 1e9;
+	 * GPU), the state host -> host meanwhile, then one sync. Timed in turn with the
+	 * restore's repetitions below, so that both see the same machine. */
+	if (strata_dev_host_alloc(dev, page_bytes, &h) || strata_dev_alloc(dev, page_bytes, &d) ||
+	    posix_memalign(&hs, 4096, sb) || posix_memalign(&ds, 4096, sb) || !t || !tl) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	free(hs);
-	free(ds);
-	strata_dev_host_free(dev, h);
-	strata_dev_free(dev, d);
-
+	memset(h, 1, page_bytes);
+	memset(hs, 2, sb);
+	memset(ds, 0, sb);
 	/* Store: fresh each rep (evict all first), pages + states to NVMe, synced. */
 	int reps = o->reps < 5 ? o->reps : 5;
 	rc = 0;
@@ -352,6 +374,18 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 		strata_prefix_restored *res = from_nvme ? &rhost : &rdev;
 		uint64_t served = 0;
 		for (int r = -o->warmup; r < o->reps && !rc; r++) {
+			double lim_s;
+			if (from_nvme) {
+				lim_s = PL.s ? nv_lim_pass(&PL, STRATA_NVME_OP_READ, rlen, rdst) : 0;
+			} else {
+				uint64_t t0 = strata_now_ns();
+				strata_dev_copy(dev, d, h, page_bytes, NULL);
+				memcpy(ds, hs, sb);
+				strata_dev_sync(dev);
+				lim_s = secs(strata_now_ns() - t0);
+			}
+			if (r >= 0)
+				tl[r] = lim_s;
 			uint64_t t0 = strata_now_ns();
 			rc = strata_prefix_restore(pfx, &hit, 1, 0, res);
 			strata_dev_sync(dev);
@@ -383,8 +417,9 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 			chk = diff ? "FAIL" : "ok";
 			bad |= diff != 0;
 		}
-		bench_stats st = bench_stats_of(t, o->reps);
-		double gbs = (double)served / st.median / 1e9, lim = from_nvme ? pg_rd : copy;
+		bench_stats st = bench_stats_of(t, o->reps), sl = bench_stats_of(tl, o->reps);
+		double gbs = (double)served / st.median / 1e9;
+		double lim = sl.median > 0 ? (double)(from_nvme ? PL.bytes : page_bytes + sb) / sl.median / 1e9 : 0;
 		bench_out_row(out, "what", from_nvme ? "restore_nvme" : "restore_host",
 			      "tokens", bench_fmt("%.0f", pages * 256.0),
 			      "median_ms", bench_fmt("%.2f", st.median * 1e3),
@@ -401,10 +436,18 @@ static int bench_throughput(bench_out *out, const bench_opts *o, const char *dir
 		       "average) into the same memory at its queue depth; with 1 MiB records it "
 		       "reads %.2f GB/s", n_rec, n_rec ? (double)(page_bytes + sb) / n_rec / 1024 : 0,
 		       nv_rd);
+out:
 	if (rc)
 		fprintf(stderr, "prefix: %s\n", strata_strerror(rc));
+	nv_lim_close(&PL);
+	free(rdst);
+	free(rlen);
+	free(tl);
 	free(t);
-out:
+	free(hs);
+	free(ds);
+	strata_dev_host_free(dev, h);
+	strata_dev_free(dev, d);
 	free_into(dev, true, &rdev);
 	free_into(dev, false, &rhost);
 	strata_prefix_close(pfx);

@@ -17,7 +17,10 @@
  * pays a conversion that neither side should be charged for); then per rep: store
  * sequential-allocation write of the volume, store random reads of the same volume
  * (uniform over the records, seeded), raw sequential write and raw random read of the
- * same range; medians over reps. fio runs last over the same range. */
+ * same range, ordered raw W, store W, store R, raw R so that each store phase sits
+ * beside its raw twin; ratio_raw_* is the median over reps of those paired ratios
+ * (robust to a shared disk's drift), the MB/s columns are medians. cpu_us_op is this
+ * thread's CPU time (user + sys) per op. fio runs last over the same range. */
 #define _GNU_SOURCE
 #include "bench/bench.h"
 
@@ -26,6 +29,8 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "tiers/tiers.h"
@@ -79,12 +84,24 @@ static uint64_t splitmix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* CPU seconds this thread has used: with a shared, noisy disk, CPU per op says whether
+ * the store could keep up with a faster device even when wall time can't. */
+static double thread_cpu(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 typedef struct phase_result {
 	double secs;
 	uint64_t ops;
 	int errors;     /* failed ops (first error kept) */
 	int first_err;
 	int mismatches; /* --check */
+	double cpu;     /* CPU seconds of this thread in the timed loop */
 } phase_result;
 
 /* Keep qd ops in flight until n ops are done. write: record i gets payload len and its
@@ -101,6 +118,7 @@ static phase_result run_phase(strata_nvme_store *s, int write, uint64_t n, unsig
 	int *free_idx = calloc(qd, sizeof *free_idx), nfree = (int)qd;
 	for (unsigned i = 0; i < qd; i++)
 		free_idx[i] = (int)i;
+	double c0 = thread_cpu();
 	uint64_t t0 = strata_now_ns();
 	while (finished < n) {
 		/* refill */
@@ -155,6 +173,7 @@ static phase_result run_phase(strata_nvme_store *s, int write, uint64_t n, unsig
 		}
 	}
 	r.secs = (double)(strata_now_ns() - t0) * 1e-9;
+	r.cpu = thread_cpu() - c0;
 	r.ops = finished;
 	free(ops);
 	free(ptr);
@@ -207,6 +226,7 @@ static phase_result run_raw(const char *path, int write, uint64_t n, unsigned qd
 	for (unsigned i = 0; i < qd; i++)
 		free_idx[nfree++] = (int)i;
 	uint64_t rng = seed * 131 + 17, next = 0;
+	double c0 = thread_cpu();
 	uint64_t t0 = strata_now_ns();
 	while (r.ops < n) {
 		while (nfree && next < n) {
@@ -249,6 +269,7 @@ static phase_result run_raw(const char *path, int write, uint64_t n, unsigned qd
 		io_uring_cq_advance(&ring, got);
 	}
 	r.secs = (double)(strata_now_ns() - t0) * 1e-9;
+	r.cpu = thread_cpu() - c0;
 	err = 0;
 fail:
 	if (err && !r.errors++)
@@ -379,7 +400,8 @@ int strata_bench_tiers(int argc, char **argv)
 	if (!volume)
 		volume = o.quick ? 16ull << 20 : (size < (1ull << 30) ? size : 1ull << 30);
 	unsigned qd = (unsigned)qd64;
-	int reps = o.quick ? 1 : (o.reps < 3 ? o.reps : 3);
+	/* --reps: default (20) means 3 here, at most 8: each rep moves 4 volumes */
+	int reps = o.quick ? 1 : o.reps == 20 ? 3 : o.reps < 8 ? o.reps : 8;
 
 	char tmp[512] = "";
 	if (!file) {
@@ -438,12 +460,26 @@ int strata_bench_tiers(int argc, char **argv)
 			break;
 		}
 		strata_page_handle *hs = calloc(nrec, sizeof *hs);
-		uint8_t **bufs = calloc(qd, sizeof *bufs);
+		/* The caller's buffers: one 2 MiB-aligned region, huge pages where THP allows,
+		 * like the host pool's pages that the store's real callers hand it. */
+		uint8_t **bufs = calloc(qd, sizeof *bufs), *region = NULL;
+		size_t region_bytes = ((size_t)qd * bs + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+		if (posix_memalign((void **)&region, 2u << 20, region_bytes)) {
+			fprintf(stderr, "no memory for %u x %zu B buffers\n", qd, bs);
+			strata_nvme_destroy(s);
+			free(bufs);
+			free(hs);
+			status = 2;
+			break;
+		}
+		madvise(region, region_bytes, MADV_HUGEPAGE);
+		memset(region, 0x5a, region_bytes);
 		for (unsigned i = 0; i < qd; i++)
-			if (posix_memalign((void **)&bufs[i], 4096, bs) == 0)
-				memset(bufs[i], 0x5a, bs);
-		double wt[8], rt[8], rwt[8], rrt[8];
-		phase_result w = { 0 }, r = { 0 }, rw, rr;
+			bufs[i] = region + (size_t)i * bs;
+		/* per rep: times, paired ratios (store / raw), CPU seconds of this thread */
+		double wt[8], rt[8], rwt[8], rrt[8], wq[8], rq[8];
+		double cpu[4] = { 0 }; /* store write, store read, raw write, raw read */
+		phase_result w = { 0 }, r = { 0 }, rw, rr = { 0 };
 		int raw_direct = 0;
 		rw = run_raw(file, 1, nrec, qd, bs, nrec, o.seed, &raw_direct); /* prime */
 		for (int rep = 0; rep < reps && !status; rep++) {
@@ -451,17 +487,28 @@ int strata_bench_tiers(int argc, char **argv)
 				for (uint64_t i = 0; i < nrec; i++)
 					strata_nvme_free(s, &hs[i]);
 			}
+			/* raw write, store write, store read, raw read: each store phase sits
+			 * beside its raw twin, so a shared disk's drift hits both alike (raw
+			 * writes first: they overwrite whatever the store wrote) */
+			if (!rw.errors)
+				rw = run_raw(file, 1, nrec, qd, bs, nrec, o.seed, &raw_direct);
 			w = run_phase(s, 1, nrec, qd, len, bufs, hs, nrec, o.seed, o.check);
 			r = run_phase(s, 0, nrec, qd, len, bufs, hs, nrec, o.seed, o.check);
+			if (!rw.errors)
+				rr = run_raw(file, 0, nrec, qd, bs, nrec, o.seed + rep, &raw_direct);
+			cpu[0] += w.cpu;
+			cpu[1] += r.cpu;
+			cpu[2] += rw.cpu;
+			cpu[3] += rr.cpu;
 			wt[rep] = w.secs;
 			rt[rep] = r.secs;
-			if (!rw.errors) { /* the store's records are overwritten: its turn is over */
-				rw = run_raw(file, 1, nrec, qd, bs, nrec, o.seed, &raw_direct);
-				rr = run_raw(file, 0, nrec, qd, bs, nrec, o.seed + rep, &raw_direct);
+			if (rr.errors && !rw.errors)
+				rw = rr;
+			if (!rw.errors) {
 				rwt[rep] = rw.secs;
 				rrt[rep] = rr.secs;
-				if (rr.errors && !rw.errors)
-					rw = rr;
+				wq[rep] = rw.secs / w.secs;
+				rq[rep] = rr.secs / r.secs;
 			}
 			if (w.errors || r.errors) {
 				fprintf(stderr, "bs %zu: %d write / %d read errors, first: %s\n", bs,
@@ -477,8 +524,7 @@ int strata_bench_tiers(int argc, char **argv)
 		strata_tier_stats st = STRATA_TIER_STATS_INIT;
 		strata_nvme_stats(s, &st);
 		strata_nvme_destroy(s);
-		for (unsigned i = 0; i < qd; i++)
-			free(bufs[i]);
+		free(region);
 		free(bufs);
 		free(hs);
 		if (status)
@@ -489,6 +535,8 @@ int strata_bench_tiers(int argc, char **argv)
 		bench_stats ws = bench_stats_of(wt, reps), rs = bench_stats_of(rt, reps);
 		bench_stats rws = rw.errors ? ws : bench_stats_of(rwt, reps);
 		bench_stats rrs = rw.errors ? rs : bench_stats_of(rrt, reps);
+		bench_stats wqs = rw.errors ? ws : bench_stats_of(wq, reps);
+		bench_stats rqs = rw.errors ? rs : bench_stats_of(rq, reps);
 		uint64_t span = nrec * bs;
 		for (int ph = 0; ph < 2; ph++) {
 			fio_result f = { 0 };
@@ -503,6 +551,9 @@ int strata_bench_tiers(int argc, char **argv)
 			int raw_ok = !rw.errors;
 			double raw_iops = (double)nrec / (ph == 0 ? rws.median : rrs.median);
 			double raw_bw = raw_iops * (double)bs;
+			/* same bs on both sides: the bandwidth and IOPS ratios are one number */
+			double ratio_raw = ph == 0 ? wqs.median : rqs.median;
+			double ops = (double)nrec * reps;
 			bench_out_row(out, "op", ph == 0 ? "write" : "randread",
 				      "bs", bench_fmt("%.0f", (double)bs), "qd", bench_fmt("%.0f", qd),
 				      "records", bench_fmt("%.0f", (double)nrec),
@@ -513,9 +564,11 @@ int strata_bench_tiers(int argc, char **argv)
 				      "max_s", bench_fmt("%.4f", ph == 0 ? ws.max : rs.max),
 				      "raw_MBps", raw_ok ? bench_fmt("%.1f", raw_bw / 1e6) : "-",
 				      "raw_kIOPS", raw_ok ? bench_fmt("%.2f", raw_iops / 1e3) : "-",
-				      "ratio_raw_bw", raw_ok ? bench_fmt("%.3f", dev_bw / raw_bw) : "-",
-				      "ratio_raw_iops",
-				      raw_ok ? bench_fmt("%.3f", iops / raw_iops) : "-",
+				      "ratio_raw_bw", raw_ok ? bench_fmt("%.3f", ratio_raw) : "-",
+				      "ratio_raw_iops", raw_ok ? bench_fmt("%.3f", ratio_raw) : "-",
+				      "cpu_us_op", bench_fmt("%.1f", cpu[ph] / ops * 1e6),
+				      "raw_cpu_us_op",
+				      raw_ok ? bench_fmt("%.1f", cpu[2 + ph] / ops * 1e6) : "-",
 				      "fio_MBps", f.ok ? bench_fmt("%.1f", f.bw / 1e6) : "-",
 				      "fio_kIOPS", f.ok ? bench_fmt("%.2f", f.iops / 1e3) : "-",
 				      "ratio_bw", f.ok ? bench_fmt("%.3f", dev_bw / f.bw) : "-",

@@ -123,6 +123,48 @@ void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st);
  * vs one-shot prefill). The C4 main entries are hashed wherever they live. */
 uint64_t strata_ref_engine_cache_hash(strata_ref_engine *e, int req);
 
+/* ---- prefix store (ref_prefix.c) ---------------------------------------------------
+ * The engine's inputs are synthetic hidden states, so each request also has a
+ * synthetic token stream: token p of request r is a deterministic function of (seed,
+ * r, input kind, p), as the hidden state of position p is. Equal token prefixes thus
+ * mean equal inputs (up to a 2^-32-per-token coincidence), which is what lets the
+ * prefix store's key chain stand for the engine's context. */
+
+/* Request req's whole token stream, max_ctx tokens (*n = max_ctx): the first
+ * strata_ref_engine_length() of them are the ones the request has seen, the rest the
+ * ones prefill and decode will feed it next. Valid until destroy; NULL for a bad req
+ * or no memory. */
+const uint32_t *strata_ref_engine_tokens(strata_ref_engine *e, int req, int *n);
+
+/* Store request req's context (all strata_ref_engine_length() tokens) as a prefix
+ * entry: its C4 main / C4 index / C128 pages (copied off the device where they live
+ * there) and, at the end, the residual state (window ring re-laid as one 128-entry
+ * block, compressor rows [main | indexer]). The length must be a non-zero multiple of
+ * 256 (-EINVAL otherwise): the residual state exists only for the current position,
+ * so the stored length is the current one and it ends a checkpoint. Returns
+ * strata_prefix_store()'s result. */
+int strata_ref_engine_snapshot(strata_ref_engine *e, int req, strata_prefix *pfx);
+
+/* Load hit (from strata_prefix_lookup on this request's tokens) into request req,
+ * which must be empty (-EINVAL), as rank `rank` of P: the rank's pages go to their
+ * global positions in the request's caches, the residual state (replicated) to the
+ * window ring and compressors, the input stream skips hit->tokens positions and the
+ * length becomes hit->tokens. With P = 1 decoding then continues exactly as after a
+ * prefill of those tokens. With P > 1 the pages other ranks own stay zero: the engine
+ * has no DCP attention, so such a request is for inspection
+ * (strata_ref_engine_read_page), not decoding. -EINVAL when hit is not a prefix of
+ * the request's token stream, -ENOSPC past max_ctx, else strata_prefix_restore()'s
+ * error. pfx may have been opened on another strata_dev (or none): everything is
+ * restored to host memory and copied in. */
+int strata_ref_engine_restore(strata_ref_engine *e, int req, strata_prefix *pfx,
+			      const strata_prefix_hit *hit, int P, int rank);
+
+/* Copy logical page `page` (256 tokens) of family f of layer l of request req into
+ * host dst (strata_prefix_page_bytes(model, f) bytes). -EINVAL where the layer lacks
+ * the family or page is past max_ctx. */
+int strata_ref_engine_read_page(strata_ref_engine *e, int req, int layer,
+				strata_prefix_family f, uint32_t page, void *dst);
+
 /* `strata demo`: returns a process exit status. */
 int strata_demo_main(int argc, char **argv);
 

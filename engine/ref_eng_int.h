@@ -63,6 +63,9 @@ struct strata_ref_engine {
 	/* strata_ref_engine_fill(): template entries on the device */
 	uint8_t *tmpl_c4, *tmpl_pages, *tmpl_c128;
 	int tmpl_tokens;
+	/* ref_prefix.c: the requests' synthetic token streams, [n_req][max_ctx], made on
+	 * first use */
+	uint32_t *tokens;
 };
 
 /* ref_engine.c: write n tokens (request req[k] at position pos[k], hidden state

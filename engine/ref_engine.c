@@ -171,6 +171,7 @@ void strata_ref_engine_destroy(strata_ref_engine *e)
 	free(e->h_win_idx);
 	free(e->h_c128_idx);
 	free(e->hashes);
+	free(e->tokens);
 	free(e);
 }
 

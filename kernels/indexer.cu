@@ -1,31 +1,39 @@
 /*
- * Indexer on the GPU: fused tensor-core scan + exact radix top-k (FORMATS.md section 4).
+ * Indexer on the GPU: fused tensor-core scan + exact two-level radix top-k (FORMATS.md
+ * section 4).
  *
- * Three kernels after one memset, all with launch shapes fixed by the host fields
- * (CUDA-graph capturable, no host synchronisation):
- *  1. scan   grid (ceil(max_limit / 1024), n_req), 4 warps. A CTA scores 1024 keys of
- *            one request for all of its rows (MTP rows share the key reads and the
- *            dequantisation). Keys are dequantised in registers straight into
- *            mma.sync m16n8k16 B fragments (bf16, exact); the permuted bf16 query is the
- *            A operand (heads = M) from shared memory. The epilogue applies ReLU and
- *            the head weights, reduces over heads with three shuffles, writes the fp32
- *            score and counts it in a 2048-bucket histogram (fp16 of the score, a
- *            monotone map) that is flushed to global memory once per CTA.
- *  2. filter grid (ceil(max_limit / 4096), n_rows). Every CTA finds the threshold
- *            bucket b* (the bucket holding the k-th score) from the histogram, appends
- *            ids with bucket > b* to the row's "selected" list and (score, id) keys with
- *            bucket == b* to its candidate list (capacity IDX_CAND_CAP).
- *  3. select grid n_rows. Radix select over the 64-bit keys (score bits, then inverted
- *            id: unique, so ties break to the lower id) of the candidates (or, when the
- *            list overflowed, of the whole row filtered by bucket), 8 bits per pass,
- *            stopping as soon as the threshold bin is taken whole; then a bitonic sort
- *            of the k ids. Rows with limit <= k are written 0..limit-1 unscored.
+ * One memset and two kernels, launch shapes fixed by the host fields and the GPU's
+ * occupancy (CUDA-graph capturable, no host synchronisation):
+ *  1. scan   grid (G, n_req), 4 warps, G = resident CTAs / n_req (one wave). CTA x of a
+ *            request scores key units x, x+G, ... of 128 keys for all of its rows (MTP
+ *            rows share the key reads and the dequantisation), so the query staging and
+ *            histogram flush happen once per CTA and no wave tail is left. Keys are
+ *            dequantised in registers straight into mma.sync m16n8k16 B fragments (bf16,
+ *            exact); the permuted bf16 query is the A operand (heads = M) from shared
+ *            memory. The epilogue applies ReLU and the head weights, reduces over heads
+ *            with three shuffles, writes the fp32 score and counts it in a 2048-bucket
+ *            histogram (fp16 of the score, a monotone map) flushed once per CTA.
+ *  2. filter grid (ceil(max_limit / 2048), n_rows), 512 threads. Every CTA finds the
+ *            threshold bucket b* (the bucket holding the k-th score), appends ids with
+ *            bucket > b* to the row's "selected" list and (score, id) keys of bucket b*
+ *            to its candidate list, and counts those in a 4096-bin second-level histogram
+ *            over the score's ordered bits inside b*. The row's last CTA to finish
+ *            (threadfence + counter) then selects: bin b2* of the second level holding the
+ *            k-th score, everything above it taken outright, and an exact radix select on
+ *            64-bit (score bits, inverted id) keys only among bin (b*, b2*)'s few
+ *            elements, in shared memory (from global memory when crowded: many equal
+ *            scores; from the whole row when the candidate list overflowed); then a
+ *            bitonic sort of the k ids. Rows with limit <= k are written 0..limit-1.
+ * strata_k_indexer_phases runs the same work with the select as its own kernel and
+ * events between the launches.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cub/block/block_scan.cuh>
+
+#include <atomic>
 
 #include "kernels/indexer_int.h"
 #include "kernels_int.h"
@@ -146,15 +154,25 @@ template <int FMT>
 __device__ __forceinline__ void convert(const Raw<FMT> &r, uint32_t (&b)[16])
 {
 	if constexpr (FMT == STRATA_INDEX_MXFP4) {
-		/* group scale 2^(sb-127) as bf16 bits; sb 0 is the subnormal 2^-127 */
-		uint32_t sbits = r.sb == 0 ? 0x0040u : (r.sb >= 255 ? 0x7F80u : r.sb << 7);
-		uint32_t s2 = sbits | (sbits << 16);
 		const uint32_t wd[4] = { r.v.x, r.v.y, r.v.z, r.v.w };
+		if (r.sb <= 128u) {
+			/* one multiply by 2^126 * 2^(sb-127) = 2^(sb-1) (a normal bf16 for
+			 * sb <= 128): the same exact value, rounded once, as the two below */
+			uint32_t s1 = (r.sb + 126u) << 7;
+			s1 |= s1 << 16;
 #pragma unroll
-		for (int p = 0; p < 16; p++)
-			b[p] = bmul2(bmul2(idx_fp4_pair_bits(wd[p >> 2], p & 3),
-					   IDX_FP4_PAIR_SCALE_BITS * 0x10001u),
-				     s2);
+			for (int p = 0; p < 16; p++)
+				b[p] = bmul2(idx_fp4_pair_bits(wd[p >> 2], p & 3), s1);
+		} else {
+			/* group scale 2^(sb-127) as bf16 bits (255, NaN, as infinity) */
+			uint32_t sbits = r.sb >= 255 ? 0x7F80u : r.sb << 7;
+			uint32_t s2 = sbits | (sbits << 16);
+#pragma unroll
+			for (int p = 0; p < 16; p++)
+				b[p] = bmul2(bmul2(idx_fp4_pair_bits(wd[p >> 2], p & 3),
+						   IDX_FP4_PAIR_SCALE_BITS * 0x10001u),
+					     s2);
+		}
 	} else {
 		const uint32_t wd[8] = { r.v0.x, r.v0.y, r.v0.z, r.v0.w, r.v1.x, r.v1.y, r.v1.z, r.v1.w };
 #pragma unroll
@@ -196,15 +214,45 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
 		return; /* whole CTA */
 
 	const int tid = threadIdx.x;
+	/* 16-byte query loads when q is aligned (rows are 256 B), all in flight at once */
+	const bool qvec = ((uintptr_t)a.q & 15) == 0;
 #pragma unroll
 	for (int i = 0; i < R; i++) {
 		if (!lim[i])
 			continue;
 		const uint16_t *qg = a.q + (size_t)(r0 + i) * a.heads * IDX_DIM;
-		for (int e = tid; e < MH * IDX_DIM; e += kThreads) {
-			int h = e >> 7, d = e & 127;
-			uint16_t v = h < a.heads ? qg[(size_t)h * IDX_DIM + d] : (uint16_t)0;
-			qs[i * qelems + h * kQStride + idx_kl_of_dim((strata_index_fmt)FMT, d)] = v;
+		const int nv = MH * (IDX_DIM / 8); /* 8 dims per vector */
+		for (int v0 = tid; v0 < nv; v0 += 4 * kThreads) {
+			uint16_t x[4][8];
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int v = v0 + u * kThreads, h = v >> 4, d0 = (v & 15) * 8;
+				if (v < nv && h < a.heads) {
+					const uint16_t *src = qg + (size_t)h * IDX_DIM + d0;
+					if (qvec) {
+						uint4 w4 = __ldg(reinterpret_cast<const uint4 *>(src));
+						memcpy(x[u], &w4, 16);
+					} else {
+#pragma unroll
+						for (int t = 0; t < 8; t++)
+							x[u][t] = src[t];
+					}
+				} else {
+#pragma unroll
+					for (int t = 0; t < 8; t++)
+						x[u][t] = 0;
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int v = v0 + u * kThreads, h = v >> 4, d0 = (v & 15) * 8;
+				if (v < nv) {
+#pragma unroll
+					for (int t = 0; t < 8; t++)
+						qs[i * qelems + h * kQStride +
+						   idx_kl_of_dim((strata_index_fmt)FMT, d0 + t)] = x[u][t];
+				}
+			}
 		}
 		for (int h = tid; h < MH; h += kThreads)
 			ws[i * MH + h] = h < a.heads ? a.w[(size_t)(r0 + i) * a.heads + h] : 0.0f;
@@ -648,8 +696,7 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 			write_trivial(a, row, L, false);
 		return;
 	}
-	const int start = blockIdx.x * kFChunk;
-	if (start >= L)
+	if ((int)blockIdx.x * kFChunk >= L)
 		return; /* block-uniform */
 	uint32_t bstar, above1;
 	if (!row_cut(a, row, sm, tmp, &bstar, &above1)) {
@@ -662,45 +709,48 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 	sub_bounds(bstar, &base, &shift);
 	for (int i = tid; i < IDX_BINS2; i += kFThreads)
 		sm.u.h2[i] = 0;
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	float s[kFPer];
-#pragma unroll
-	for (int u = 0; u < kFPer; u++) {
-		const int j = start + u * kFThreads + tid;
-		s[u] = j < L ? sc[j] : 0.0f;
-	}
 	__syncthreads();
+	const float *sc = a.scores + (size_t)row * a.sstride;
 	const int lane = tid & 31;
 	const unsigned lt = (1u << lane) - 1u;
+	/* chunks x, x + gridDim.x, ... (large batches: fewer CTAs, one cut and flush each) */
+	for (int start = blockIdx.x * kFChunk; start < L; start += (int)gridDim.x * kFChunk) {
+		float s[kFPer];
 #pragma unroll
-	for (int u = 0; u < kFPer; u++) {
-		const int j = start + u * kFThreads + tid;
-		const bool valid = j < L;
-		const uint32_t b = valid ? bucket_of(s[u]) : 0u;
-		const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
-		const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
-		const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
-		uint32_t bs = 0, bc = 0;
-		if (lane == 0) {
-			if (ms)
-				bs = atomicAdd(&a.count[(size_t)row * IDX_CNT], (uint32_t)__popc(ms));
-			if (mc)
-				bc = atomicAdd(&a.count[(size_t)row * IDX_CNT + 1], (uint32_t)__popc(mc));
+		for (int u = 0; u < kFPer; u++) {
+			const int j = start + u * kFThreads + tid;
+			s[u] = j < L ? sc[j] : 0.0f;
 		}
-		bs = __shfl_sync(0xffffffffu, bs, 0);
-		bc = __shfl_sync(0xffffffffu, bc, 0);
-		if (is_sel) {
-			uint32_t idx = bs + (uint32_t)__popc(ms & lt);
-			if (idx < (uint32_t)k)
-				a.sel[(size_t)row * k + idx] = j;
-		}
-		if (is_cand) {
-			const uint32_t o = idx_ord32(s[u]);
-			atomicAdd(&sm.u.h2[sub_of(o, base, shift)], 1u);
-			uint32_t idx = bc + (uint32_t)__popc(mc & lt);
-			if (idx < a.cap)
-				a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
-					(unsigned long long)(0xffffffffu - (uint32_t)j);
+#pragma unroll
+		for (int u = 0; u < kFPer; u++) {
+			const int j = start + u * kFThreads + tid;
+			const bool valid = j < L;
+			const uint32_t b = valid ? bucket_of(s[u]) : 0u;
+			const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
+			const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
+			const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
+			uint32_t bs = 0, bc = 0;
+			if (lane == 0) {
+				if (ms)
+					bs = atomicAdd(&a.count[(size_t)row * IDX_CNT], (uint32_t)__popc(ms));
+				if (mc)
+					bc = atomicAdd(&a.count[(size_t)row * IDX_CNT + 1], (uint32_t)__popc(mc));
+			}
+			bs = __shfl_sync(0xffffffffu, bs, 0);
+			bc = __shfl_sync(0xffffffffu, bc, 0);
+			if (is_sel) {
+				uint32_t idx = bs + (uint32_t)__popc(ms & lt);
+				if (idx < (uint32_t)k)
+					a.sel[(size_t)row * k + idx] = j;
+			}
+			if (is_cand) {
+				const uint32_t o = idx_ord32(s[u]);
+				atomicAdd(&sm.u.h2[sub_of(o, base, shift)], 1u);
+				uint32_t idx = bc + (uint32_t)__popc(mc & lt);
+				if (idx < a.cap)
+					a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
+						(unsigned long long)(0xffffffffu - (uint32_t)j);
+			}
 		}
 	}
 	__syncthreads();
@@ -715,7 +765,8 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 	__threadfence(); /* this CTA's list entries and bins before its "done" */
 	__syncthreads();
 	if (tid == 0) {
-		const uint32_t nblk = (uint32_t)((L + kFChunk - 1) / kFChunk);
+		const uint32_t chunks = (uint32_t)((L + kFChunk - 1) / kFChunk);
+		const uint32_t nblk = chunks < gridDim.x ? chunks : gridDim.x; /* CTAs with work */
 		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
 	}
 	__syncthreads();
@@ -756,13 +807,26 @@ cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st
 		if (e != cudaSuccess)
 			return e;
 	}
-	/* one wave: as many CTAs per request as the GPU holds at once, split over requests */
+	/* one wave: as many CTAs per request as the GPU holds at once, split over requests.
+	 * The occupancy query is cached (keyed by device and shared memory) because the
+	 * host time of a launch sequence shows up in short calls' latency. */
+	static std::atomic<unsigned long long> cache{ 0 }; /* dev:16 | smem:24 | per_sm:16 | 1 */
 	int devi = 0, nsm = 0, per_sm = 0;
 	if ((e = cudaGetDevice(&devi)) != cudaSuccess ||
-	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, devi)) != cudaSuccess ||
-	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_kernel<FMT, R>, kThreads,
-							       smem)) != cudaSuccess)
+	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, devi)) != cudaSuccess)
 		return e;
+	const unsigned long long key = ((unsigned long long)(devi & 0xffff) << 48) |
+				       ((unsigned long long)(smem & 0xffffff) << 24);
+	unsigned long long c = cache.load(std::memory_order_relaxed);
+	if ((c & 1) && (c & ~0xffffffull) == key) {
+		per_sm = (int)((c >> 1) & 0xffff);
+	} else {
+		if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_kernel<FMT, R>,
+								       kThreads, smem)) != cudaSuccess)
+			return e;
+		cache.store(key | ((unsigned long long)(per_sm & 0xffff) << 1) | 1ull,
+			    std::memory_order_relaxed);
+	}
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
 	const long long units = ((long long)max_limit + kUnit - 1) / kUnit;
 	long long gx = slots / n_req;
@@ -855,8 +919,21 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	}
 	if (ev)
 		cudaEventRecord(ev[2], st);
-	/* rows with limit <= k need no filter CTAs beyond the first (they write 0..limit-1) */
-	const unsigned fx = scored ? (unsigned)((p->max_limit + kFChunk - 1) / kFChunk) : 1u;
+	/* rows with limit <= k need no filter CTAs beyond the first (they write 0..limit-1);
+	 * about two waves of filter CTAs in all (4 resident per SM), chunks looped beyond */
+	unsigned fx = 1;
+	if (scored) {
+		int devi = 0, nsm = 0;
+		if (cudaGetDevice(&devi) != cudaSuccess ||
+		    cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, devi) != cudaSuccess) {
+			err = strata_dev_check(dev, "indexer: device attributes");
+			return err ? err : STRATA_E_CUDA;
+		}
+		const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
+		long long want = (long long)(nsm > 0 ? nsm : 1) * 8 / p->n_rows;
+		want = want < 1 ? 1 : want;
+		fx = (unsigned)(chunks < want ? chunks : want);
+	}
 	dim3 fg(fx, (unsigned)p->n_rows);
 	if (!ev) { /* filter with the row's select fused into its last CTA */
 		filter_kernel<true><<<fg, kFThreads, 0, st>>>(a);

@@ -65,6 +65,7 @@ struct strata_nvme_store {
 	bool direct, blockdev, reg_bufs, reg_file, recovering;
 	bool coop_taskrun;      /* ring made with COOP_TASKRUN | TASKRUN_FLAG */
 	size_t dio_align;       /* caller-buffer alignment for the zero-copy path */
+	bool zc_off;            /* a caller buffer gave EFAULT: stage everything */
 	struct io_uring ring;
 	bool ring_ok;
 	unsigned qd;

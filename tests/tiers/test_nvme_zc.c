@@ -242,6 +242,41 @@ START_TEST(scan_by_trailer)
 }
 END_TEST
 
+/* A zero-copy op that the kernel refuses with EFAULT (memory it can't pin) is redone
+ * through staging, transparently; both a write and a read, small and past the slot. */
+START_TEST(efault_restages)
+{
+	static const size_t lens[] = { 3 * 4096 + 10, 300000 };
+	for (int k = 0; k < 2; k++) {
+		size_t n = lens[k];
+		uint8_t *a = aligned(n), *back = aligned(n);
+		nt_fill(a, n, 80 + k);
+		strata_page_handle h, h2;
+		/* the write's completion reports EFAULT */
+		strata_nvme_store *s = nt_open(4 * MB, 4, STRATA_NVME_CREATE);
+		ck_assert_int_eq(strata_nvme_inject(s, STRATA_FAULT_COMPLETE, 0, -EFAULT), 0);
+		ck_assert_int_eq(strata_nvme_write(s, NULL, a, n, &h), 0);
+		ck_assert_uint_eq(nt_stats(s).faults_fired, 1);
+		ck_assert_uint_eq(nt_stats(s).io_errors, 0);
+		nt_check(s, &h, 80 + k);
+		ck_assert_int_eq(strata_nvme_read(s, &h, back, n), 0); /* staged from now on */
+		ck_assert(memcmp(a, back, n) == 0);
+		strata_nvme_destroy(s);
+		/* the read's completion reports EFAULT */
+		s = nt_open(4 * MB, 4, STRATA_NVME_CREATE);
+		ck_assert_int_eq(strata_nvme_write(s, NULL, a, n, &h2), 0);
+		ck_assert_int_eq(strata_nvme_inject(s, STRATA_FAULT_COMPLETE, 0, -EFAULT), 0);
+		memset(back, 0, n);
+		ck_assert_int_eq(strata_nvme_read(s, &h2, back, n), 0);
+		ck_assert(memcmp(a, back, n) == 0);
+		ck_assert_uint_eq(nt_stats(s).faults_fired, 1);
+		strata_nvme_destroy(s);
+		free(a);
+		free(back);
+	}
+}
+END_TEST
+
 /* A store whose superblock says version 1 (header-first records) is not reused. */
 START_TEST(old_version_refused)
 {
@@ -282,6 +317,7 @@ int main(void)
 	tcase_add_test(t, aligned_corruption);
 	tcase_add_test(t, aligned_batched);
 	tcase_add_test(t, scan_by_trailer);
+	tcase_add_test(t, efault_restages);
 	tcase_add_test(t, old_version_refused);
 	suite_add_tcase(s, t);
 	return tu_run(s);
