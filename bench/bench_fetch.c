@@ -163,8 +163,8 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 		bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method", "contiguous copy",
 			      "median_us", bench_fmt("%.2f", c_us), "min_us", bench_fmt("%.2f", st.min),
 			      "GBps", bench_fmt("%.2f", c_rate), "ratio", "1.000", "check", "-", NULL);
-		static const int us[] = { 0, 1, 2, 4, 8 };
-		for (int ui = 0; ui < 5; ui++) {
+		static const int us[] = { 0, 1, 2, 4, 8, 16 };
+		for (int ui = 0; ui < 6; ui++) {
 			if (o->quick && ui > 2)
 				break;
 			g.p.per_warp = us[ui];
@@ -177,7 +177,7 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 				fails += bad != 0;
 			}
 			char name[48];
-			snprintf(name, sizeof name, "kernel per_warp=%s", us[ui] ? bench_fmt("%.0f", us[ui]) : "auto");
+			snprintf(name, sizeof name, "kernel per_warp=%s", us[ui] == 16 ? "bulk" : us[ui] ? bench_fmt("%.0f", us[ui]) : "auto");
 			double rate = payload / (k_us * 1e3);
 			bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method", name,
 				      "median_us", bench_fmt("%.2f", k_us), "min_us", bench_fmt("%.2f", st.min),

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/ref_eng_int.h"
 
 static const char *demo_usage =
 	"usage: strata demo [--model tiny|flash|pro] [--context N] [--agents N] [--steps N]\n"
-	"                   [--prefill N] [--uniform] [--seed N]\n"
+	"                   [--prefill N] [--uniform] [--seed N] [--prefix]\n"
 	"\n"
 	"Runs the reference V4 attention-cache engine (synthetic weights and inputs: a\n"
 	"reference for the cache mechanics, not a language model) twice over the same\n"
@@ -23,7 +23,11 @@ static const char *demo_usage =
 	"--agents 4 --steps 16 --prefill 1K; on a CPU --model tiny --context 3K --agents 4\n"
 	"--steps 24 --prefill 3K. Agent i has context N - i*N/8 tokens; the model runs over\n"
 	"the last --prefill of them and a synthetic fill provides the rest. --uniform draws\n"
-	"inputs from noise (the worst case for a cache) instead of drifting topics.\n";
+	"inputs from noise (the worst case for a cache) instead of drifting topics.\n"
+	"--prefix: agents resending one prompt of --context tokens (default 8K on a GPU,\n"
+	"2K on a CPU): the first prefills and stores it in strata's prefix store, the\n"
+	"others restore it (from host copies, then from NVMe after a reopen); prints\n"
+	"prefill vs restore time and whether all outputs are identical.\n";
 
 static void human(char *buf, size_t n, double bytes)
 {
@@ -87,7 +91,7 @@ int strata_demo_main(int argc, char **argv)
 {
 	const char *model = NULL;
 	uint64_t context = 0, agents = 4, steps = 0, seed = 1, prefill = 0;
-	int uniform = 0;
+	int uniform = 0, prefix = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -95,6 +99,8 @@ int strata_demo_main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--uniform")) {
 			uniform = 1;
+		} else if (!strcmp(a, "--prefix")) {
+			prefix = 1;
 		} else if (v && !strcmp(a, "--model")) {
 			model = v;
 			i++;
@@ -123,7 +129,7 @@ int strata_demo_main(int argc, char **argv)
 	if (!model)
 		model = gpu ? "flash" : "tiny";
 	if (!context)
-		context = gpu ? 65536 : 3072;
+		context = prefix ? (gpu ? 8192 : 2048) : gpu ? 65536 : 3072;
 	if (!prefill)
 		prefill = gpu ? 1024 : context;
 	if (!steps)
@@ -143,6 +149,11 @@ int strata_demo_main(int argc, char **argv)
 	c.max_ctx = (int)(context + steps);
 	c.seed = seed;
 	c.inputs = uniform ? STRATA_REF_UNIFORM : STRATA_REF_STRUCTURED;
+	if (prefix) {
+		int rc = ref_demo_prefix(dev, &c, (int)context, (int)steps);
+		strata_dev_close(dev);
+		return rc;
+	}
 	printf("strata demo: %d agents, model %s (%d layers: %d CSA, %d HCA), contexts %llu..%llu "
 	       "tokens, %llu decode steps, %s inputs, backend %s (%s)\n",
 	       c.n_req, c.model.name, c.model.n_layers, strata_model_count(&c.model, 4),

@@ -83,6 +83,9 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L);
  * reqs / ids) into the hot cache and, written back, the host tier. */
 /* HISPARSE: request req now has n_entries C4 entries on the host tier. */
 int ref_fetch_filled(strata_ref_engine *e, int req, int n_entries);
+/* demo_prefix.c: `strata demo --prefix` (a process exit status). */
+int ref_demo_prefix(strata_dev *dev, const strata_ref_config *base, int tokens, int steps);
+
 int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const int64_t *ids,
 		     int n);
 

@@ -115,6 +115,139 @@ template <int U> void launch(const strata_gather_params &p, cudaStream_t st)
 	gather_kernel<U><<<(unsigned)grid, G_THREADS, 0, st>>>(p);
 }
 
+
+// ---- bulk variant (per_warp = 16): Hopper's bulk-copy engine (cp.async.bulk, "TMA")
+// reads each entry's 576 data bytes from pinned host memory into shared memory in one
+// request stream per entry, instead of 36 separate 16-byte loads per entry; the SMs then
+// store them to the destination. Two stages per CTA: the next chunk's reads are in
+// flight while the current one is written out. Scales (8 bytes, not a bulk-copy size)
+// use plain loads. sm_90 only; elsewhere the launcher falls back to U = 4.
+constexpr int BK_THREADS = 128, BK_E = 32, BK_STAGES = 2;
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+	return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__global__ void __launch_bounds__(BK_THREADS) gather_bulk_kernel(const strata_gather_params p)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	__shared__ __align__(128) uint8_t buf[BK_STAGES][BK_E * STRATA_MAIN_DATA_BYTES];
+	__shared__ __align__(8) uint64_t bar[BK_STAGES];
+	__shared__ EntryPtrs ptrs[BK_STAGES][BK_E];
+	int n = p.n;
+	if (p.n_dev) {
+		int d = *p.n_dev;
+		n = d < n ? d : n;
+	}
+	const int nchunks = (n + BK_E - 1) / BK_E;
+	if (threadIdx.x == 0) {
+		for (int st = 0; st < BK_STAGES; st++)
+			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bar[st])));
+		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	}
+	__syncthreads();
+	// Every thread calls issue() (it holds a __syncthreads).
+	auto issue = [&](int chunk, int st) {
+		if (threadIdx.x < BK_E) {
+			EntryPtrs e = { nullptr, nullptr, nullptr, nullptr };
+			long item = (long)chunk * BK_E + threadIdx.x;
+			if (item < n) {
+				int sid = p.src_ids ? p.src_ids[item] : (int)item;
+				int did = p.dst_ids ? p.dst_ids[item] : (int)item;
+				if (sid >= 0 && did >= 0) {
+					int stab = p.src_tab ? p.src_tab[item] : 0;
+					int dtab = p.dst_tab ? p.dst_tab[item] : 0;
+					uint8_t *sb = gather_block(&p.src, stab, sid);
+					uint8_t *db = gather_block(&p.dst, dtab, did);
+					e.sd = gather_data(&p.src, sb, sid);
+					e.ss = gather_scale(&p.src, sb, sid);
+					e.dd = gather_data(&p.dst, db, did);
+					e.ds = gather_scale(&p.dst, db, did);
+				}
+			}
+			ptrs[st][threadIdx.x] = e;
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			uint32_t valid = 0;
+			for (int i = 0; i < BK_E; i++)
+				valid += ptrs[st][i].sd != nullptr;
+			// Order earlier generic-proxy reads of this stage before the async writes.
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+			asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+					     smem_u32(&bar[st])),
+				     "r"(valid * STRATA_MAIN_DATA_BYTES)
+				     : "memory");
+			for (int i = 0; i < BK_E; i++) {
+				const uint8_t *src = ptrs[st][i].sd;
+				if (!src)
+					continue;
+				asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+					     " [%0], [%1], %2, [%3];" ::"r"(
+						     smem_u32(&buf[st][i * STRATA_MAIN_DATA_BYTES])),
+					     "l"(src), "r"(STRATA_MAIN_DATA_BYTES), "r"(smem_u32(&bar[st]))
+					     : "memory");
+			}
+		}
+	};
+	uint32_t parity[BK_STAGES] = { 0, 0 };
+	int st = 0;
+	int chunk = blockIdx.x;
+	if (chunk < nchunks)
+		issue(chunk, 0);
+	for (; chunk < nchunks; chunk += gridDim.x) {
+		const int next = chunk + gridDim.x;
+		if (next < nchunks)
+			issue(next, st ^ 1);
+		asm volatile("{\n\t.reg .pred done;\n"
+			     "WAIT_%=:\n\t"
+			     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+			     "@!done bra WAIT_%=;\n}" ::"r"(smem_u32(&bar[st])),
+			     "r"(parity[st])
+			     : "memory");
+		parity[st] ^= 1u;
+		for (int c = threadIdx.x; c < BK_E * GATHER_PIECES; c += BK_THREADS) {
+			const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+			const EntryPtrs &q = ptrs[st][e];
+			if (!q.sd)
+				continue;
+			if (pc < GATHER_PIECES - 1)
+				*reinterpret_cast<uint4 *>(q.dd + pc * 16) = *reinterpret_cast<const uint4 *>(
+					&buf[st][e * STRATA_MAIN_DATA_BYTES + pc * 16]);
+			else
+				*reinterpret_cast<uint2 *>(q.ds) = __ldcs(reinterpret_cast<const uint2 *>(q.ss));
+		}
+		__syncthreads(); // the stage and its pointers are free for the issue after next
+		st ^= 1;
+	}
+#endif
+}
+
+bool bulk_supported(void)
+{
+	static int cc = -1; // benign race: every caller computes the same value
+	if (cc < 0) {
+		int dev = 0, major = 0;
+		if (cudaGetDevice(&dev) != cudaSuccess ||
+		    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+			major = 0;
+		cc = major;
+	}
+	return cc >= 9;
+}
+
+void launch_bulk(const strata_gather_params &p, cudaStream_t st)
+{
+	long chunks = ((long)p.n + BK_E - 1) / BK_E;
+	long grid = chunks, cap = (long)sm_count() * 4;
+	if (grid > cap)
+		grid = cap;
+	if (grid < 1)
+		grid = 1;
+	gather_bulk_kernel<<<(unsigned)grid, BK_THREADS, 0, st>>>(p);
+}
+
 } // namespace
 
 extern "C" int strata_k_gather_gpu(strata_dev *dev, const strata_gather_params *p, strata_stream *s)
@@ -125,7 +258,10 @@ extern "C" int strata_k_gather_gpu(strata_dev *dev, const strata_gather_params *
 	if (!u)
 		u = p->n < 4096 ? 1 : p->n < 32768 ? 2 : 4;
 	cudaStream_t st = (cudaStream_t)s;
+	if (u == 16 && !bulk_supported())
+		u = 4;
 	switch (u) {
+	case 16: launch_bulk(*p, st); break;
 	case 1: launch<1>(*p, st); break;
 	case 2: launch<2>(*p, st); break;
 	case 4: launch<4>(*p, st); break;

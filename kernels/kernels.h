@@ -263,7 +263,8 @@ typedef struct strata_entry_space {
  * array means i; a NULL table array means table 0; an item with a negative id on
  * either side is skipped. When n_dev is set, *n_dev (device memory, read by the
  * kernel: no host synchronisation) is the item count, capped at n. per_warp: entries
- * one warp moves per round (1, 2, 4 or 8; 0 = chosen from n). Items must not overlap. */
+ * one warp moves per round (1, 2, 4 or 8; 0 = chosen from n; 16 = Hopper bulk copies
+ * through shared memory, falling back to 4 before sm_90). Items must not overlap. */
 typedef struct strata_gather_params {
 	int n;
 	const int32_t *n_dev;

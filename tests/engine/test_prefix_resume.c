@@ -14,7 +14,7 @@
 #include "testutil.h"
 #include "engine/engine.h"
 
-enum { N = 1280, STEPS = 12, MAX_CTX = 1536, SEED = 21 };
+enum { N = 1280, STEPS = 8, MAX_CTX = 1536, SEED = 21 };
 
 static strata_dev *open_cpu(void)
 {
@@ -82,17 +82,17 @@ static strata_model tiny(void)
 	return m;
 }
 
-/* The uninterrupted run: prefill N, store the prefix (the engine is then also "B"),
- * decode STEPS. Returns the engine; *cache is its cache hash at N. */
+/* The uninterrupted run: prefill N, store the prefix into two stores (the engine is
+ * then also "B"), decode STEPS. Returns the engine; *cache is its cache hash at N. */
 static strata_ref_engine *reference(strata_dev *d, strata_ref_mode mode, strata_prefix *pfx,
-				    uint64_t *cache)
+				    strata_prefix *pfx2, uint64_t *cache)
 {
 	strata_ref_engine *a = make(d, mode, 1, SEED);
 	ck_assert_int_eq(strata_ref_engine_prefill(a, 0, N), 0);
 	*cache = strata_ref_engine_cache_hash(a, 0);
 	ck_assert_uint_ne(*cache, 0);
-	if (pfx)
-		ck_assert_int_eq(strata_ref_engine_snapshot(a, 0, pfx), 0);
+	ck_assert_int_eq(strata_ref_engine_snapshot(a, 0, pfx), 0);
+	ck_assert_int_eq(strata_ref_engine_snapshot(a, 0, pfx2), 0);
 	/* Storing reads the caches and changes nothing. */
 	ck_assert_uint_eq(strata_ref_engine_cache_hash(a, 0), *cache);
 	for (int i = 0; i < STEPS; i++)
@@ -144,62 +144,49 @@ static void resume_and_compare(strata_dev *d, strata_ref_mode mode, strata_prefi
 	strata_ref_engine_destroy(c);
 }
 
-/* NVMe store: prefill + store in both modes (the second store finds the blocks already
- * there: the pages do not depend on the mode), close, reopen (nothing in host memory
- * now: every page comes from the store file), restore and decode in both modes. */
-START_TEST(resume_nvme_reopen)
+/* The uninterrupted runs (both modes) are built once and stored into three stores:
+ * - NVMe, stored from both modes (the second store finds the blocks already there:
+ *   the pages do not depend on the mode), closed and reopened (no host copy survives:
+ *   every page comes from the store file), resumed in both modes;
+ * - in-memory pages (records are dropped at reopen, so no reopen), stored from
+ *   HISPARSE, resumed in ALL_RESIDENT;
+ * - NVMe with host copies, stored from ALL_RESIDENT, resumed in HISPARSE (host path,
+ *   restored in place into the host tier). */
+START_TEST(resume_matches_uninterrupted)
 {
 	strata_dev *d = open_cpu();
 	strata_model m = tiny();
-	char *dir = tmpdir();
-	strata_prefix *pfx = open_store(dir, &m, 0, 0);
+	char *dir[3] = { tmpdir(), tmpdir(), tmpdir() };
+	strata_prefix *nv = open_store(dir[0], &m, 0, 0);
+	strata_prefix *mem = open_store(dir[1], &m, STRATA_PREFIX_MEMORY, 0);
+	strata_prefix *hc = open_store(dir[2], &m, 0, 64ull << 20);
 	uint64_t ca, ch;
-	strata_ref_engine *a = reference(d, STRATA_REF_ALL_RESIDENT, pfx, &ca);
-	strata_ref_engine *h = reference(d, STRATA_REF_HISPARSE, pfx, &ch);
+	strata_ref_engine *a = reference(d, STRATA_REF_ALL_RESIDENT, nv, hc, &ca);
+	strata_ref_engine *h = reference(d, STRATA_REF_HISPARSE, nv, mem, &ch);
 	ck_assert_uint_eq(ca, ch);
 	ck_assert_uint_eq(strata_ref_engine_digest(a), strata_ref_engine_digest(h));
 	strata_prefix_stats st;
-	strata_prefix_stats_get(pfx, &st);
+	strata_prefix_stats_get(nv, &st);
 	ck_assert_uint_eq(st.blocks, N / 256);
-	strata_prefix_close(pfx);
-	pfx = open_store(dir, &m, 0, 0);
-	resume_and_compare(d, STRATA_REF_ALL_RESIDENT, pfx, a, ca);
-	resume_and_compare(d, STRATA_REF_HISPARSE, pfx, h, ch);
-	strata_prefix_stats_get(pfx, &st);
+	ck_assert_uint_eq(st.checkpoints, 1);
+	strata_prefix_close(nv);
+	nv = open_store(dir[0], &m, 0, 0);
+	resume_and_compare(d, STRATA_REF_ALL_RESIDENT, nv, a, ca);
+	resume_and_compare(d, STRATA_REF_HISPARSE, nv, h, ch);
+	strata_prefix_stats_get(nv, &st);
 	ck_assert_uint_eq(st.restores, 2);
-	strata_prefix_close(pfx);
+	ck_assert_uint_eq(st.host_bytes, 0);
+	resume_and_compare(d, STRATA_REF_ALL_RESIDENT, mem, h, ch);
+	resume_and_compare(d, STRATA_REF_HISPARSE, hc, a, ca);
+	strata_prefix_stats_get(hc, &st);
+	ck_assert_uint_gt(st.host_bytes, 0);
+	strata_prefix_close(nv);
+	strata_prefix_close(mem);
+	strata_prefix_close(hc);
 	strata_ref_engine_destroy(a);
 	strata_ref_engine_destroy(h);
-	rmdir_all(dir);
-	strata_dev_close(d);
-}
-END_TEST
-
-/* In-memory page store (records are dropped at reopen, so no reopen) and the NVMe
- * store with host copies: the restore takes the host path, HISPARSE in place. */
-START_TEST(resume_memory_and_host_copies)
-{
-	strata_dev *d = open_cpu();
-	strata_model m = tiny();
-	for (int v = 0; v < 2; v++) {
-		char *dir = tmpdir();
-		strata_prefix *pfx = v == 0 ? open_store(dir, &m, STRATA_PREFIX_MEMORY, 0)
-					    : open_store(dir, &m, 0, 64ull << 20);
-		strata_ref_mode store_mode = v == 0 ? STRATA_REF_HISPARSE : STRATA_REF_ALL_RESIDENT;
-		strata_ref_mode run_mode = v == 0 ? STRATA_REF_ALL_RESIDENT : STRATA_REF_HISPARSE;
-		uint64_t cs;
-		strata_ref_engine *s = reference(d, store_mode, pfx, &cs);
-		/* Stored from one mode, resumed in the other. */
-		resume_and_compare(d, run_mode, pfx, s, cs);
-		if (v == 1) {
-			strata_prefix_stats st;
-			strata_prefix_stats_get(pfx, &st);
-			ck_assert_uint_gt(st.host_bytes, 0);
-		}
-		strata_prefix_close(pfx);
-		strata_ref_engine_destroy(s);
-		rmdir_all(dir);
-	}
+	for (int i = 0; i < 3; i++)
+		rmdir_all(dir[i]);
 	strata_dev_close(d);
 }
 END_TEST
@@ -334,8 +321,7 @@ int main(void)
 	Suite *s = suite_create("engine_prefix_resume");
 	TCase *tc = tcase_create("cpu");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, resume_nvme_reopen);
-	tcase_add_test(tc, resume_memory_and_host_copies);
+	tcase_add_test(tc, resume_matches_uninterrupted);
 	tcase_add_test(tc, dcp_restore_splits_pages);
 	tcase_add_test(tc, misses_and_bad_lengths);
 	suite_add_tcase(s, tc);

@@ -106,7 +106,7 @@ static void one(int n, int u, int use_table, uint64_t seed)
 START_TEST(variants)
 {
 	static const int sizes[] = { 1, 2, 31, 32, 33, 257, 512, 4097, 40000 };
-	static const int us[] = { 0, 1, 2, 4, 8 };
+	static const int us[] = { 0, 1, 2, 4, 8, 16 };
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
 		for (size_t j = 0; j < sizeof us / sizeof *us; j++)
 			one(sizes[i], us[j], (int)((i + j) % 2), 1000 + i * 10 + j);
