@@ -1,8 +1,12 @@
 /* `strata bench prefix`: prefix lookup latency for 32K .. 1M-token prompts (beside the
- * bare XXH3 of the same tokens), store and restore throughput from the host copies and
- * from the NVMe store (beside a contiguous pinned copy of the same bytes and the NVMe
- * store's own sequential bandwidth on the same device, measured in this run), and with
- * --soak 100 SIGKILL crash trials. --check verifies every restore byte for byte. */
+ * bare XXH3 of the same tokens); store throughput (beside the NVMe store's 1 MiB-record
+ * write bandwidth); restore throughput into caller memory made before timing, from the
+ * host copies (pages to the device, beside contiguous copies of the same bytes) and from
+ * the NVMe store (beside the store reading the same records into the same memory at the
+ * same queue depth). Each limit is timed in turn with the restore's repetitions, in this
+ * run. A restore's bytes are its pages plus one checkpoint's residual state. With
+ * --soak, 100 SIGKILL crash trials. --check verifies restores byte for byte, through the
+ * allocate-for-me path and the caller-memory path. */
 #define _GNU_SOURCE
 #include "bench/bench.h"
 
