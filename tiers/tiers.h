@@ -297,7 +297,9 @@ typedef struct strata_nvme_op {
  * back from reap with its result set. Writes get their extent here. */
 int strata_nvme_submit(strata_nvme_store *s, strata_nvme_op *const *ops, int n);
 /* Wait until at least min ops (0: don't wait) have finished, return up to max of them
- * in done[] (oldest first). Returns the count or a negative error. */
+ * in done[] (oldest first). Returns the count or a negative error. It may return fewer
+ * than have completed (verifying large reads is bounded per call, so the caller can
+ * refill the queue sooner); the others come back from the next call. */
 int strata_nvme_reap(strata_nvme_store *s, int min, strata_nvme_op **done, int max);
 /* Ops submitted and not yet reaped. */
 int strata_nvme_inflight(const strata_nvme_store *s);
