@@ -11,8 +11,11 @@ cmake -S "$src/tests/install/consumer" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp
 cmake --build "$tmp/cmake" >/dev/null
 "$tmp/cmake/consumer"
 pcdir=$(dirname "$(find "$tmp/prefix" -name strata.pc)")
-flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs strata)
-ldirs=""
-for d in ${deps//;/ }; do ldirs="$ldirs -L$d/lib/x86_64-linux-gnu -L$d/lib"; done
+ldirs="" pcpath="$pcdir"
+for d in ${deps//;/ }; do
+  ldirs="$ldirs -L$d/lib/x86_64-linux-gnu -L$d/lib"
+  pcpath="$pcpath:$d/lib/x86_64-linux-gnu/pkgconfig:$d/lib/pkgconfig"
+done
+flags=$(PKG_CONFIG_PATH="$pcpath" pkg-config --cflags --libs strata)
 cc -o "$tmp/pc" "$src/tests/install/consumer/main.c" $flags $ldirs
 "$tmp/pc"
