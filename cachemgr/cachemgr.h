@@ -165,6 +165,8 @@ typedef struct strata_prefix_restored {
 	void *comp[STRATA_MAX_LAYERS];
 	uint64_t bytes_from_host;                  /* page bytes served by host copies */
 	uint64_t bytes_from_nvme;                  /* page bytes read from the NVMe store */
+	uint64_t host_copies;                      /* copies that moved bytes_from_host; one
+						    * never spans two into[] arrays */
 	void *priv_;                               /* strata's, do not touch */
 } strata_prefix_restored;
 /* Default: index pages to the device, main pages to the host (the HiSparse placement). */

@@ -100,17 +100,25 @@ static int damaged(strata_prefix *pfx, int32_t node, int err)
 
 /* ---- from host copies ---------------------------------------------------------------- */
 
+/* A copy may join the next page only inside one allocation on each side: the CUDA
+ * runtime rejects (cudaErrorInvalidValue) a copy whose range runs from one allocation
+ * into another, however adjacent their addresses. So a span remembers the host run it
+ * reads and the destination allocation it writes: restore's own buffer (one for all
+ * the (layer, family) arrays it carves), or one caller array of into[] (separate
+ * cudaMalloc's that often sit back to back). */
 typedef struct span {
 	uint8_t *dst;
 	const uint8_t *src;
 	size_t len;
 	bool dev;
+	const void *src_alloc, *dst_alloc;
 } span;
 
-static int flush(strata_prefix *pfx, const span *s)
+static int flush(strata_prefix *pfx, strata_prefix_restored *out, const span *s)
 {
 	if (!s->len)
 		return 0;
+	out->host_copies++;
 	if (s->dev)
 		return strata_dev_copy(pfx->dev, s->dst, s->src, s->len, pfx->stream);
 	memcpy(s->dst, s->src, s->len); /* host to host: no runtime call on any backend */
@@ -124,6 +132,8 @@ static int copy_host_pages(strata_prefix *pfx, strata_prefix_restored *out, cons
 	for (uint32_t q = 0; q < pfx->blk_locs && !rc; q++) {
 		size_t len = pfx->lay[q].len;
 		bool dev = to_dev(out, pfx, q);
+		const void *into = out->into[pfx->lay[q].layer][pfx->lay[q].kind];
+		const void *dst_alloc = into ? into : dev ? pv->dev_buf : pv->host_buf;
 		for (uint32_t j = 0; j < out->n_pages && !rc; j++) {
 			const pfx_node *nd = node_of(pfx, pv, out, j);
 			if (!nd->hrun)
@@ -131,15 +141,17 @@ static int copy_host_pages(strata_prefix *pfx, strata_prefix_restored *out, cons
 			const uint8_t *src = pfx_host_page(pfx, nd, q);
 			uint8_t *dst = dest_of(out, pfx, q, j);
 			out->bytes_from_host += len;
-			if (cur.len && cur.dev == dev && cur.src + cur.len == src && cur.dst + cur.len == dst) {
+			if (cur.len && cur.dev == dev && cur.src_alloc == nd->hrun &&
+			    cur.dst_alloc == dst_alloc && cur.src + cur.len == src &&
+			    cur.dst + cur.len == dst) {
 				cur.len += len;
 				continue;
 			}
-			rc = flush(pfx, &cur);
-			cur = (span){ dst, src, len, dev };
+			rc = flush(pfx, out, &cur);
+			cur = (span){ dst, src, len, dev, nd->hrun, dst_alloc };
 		}
 	}
-	return rc ? rc : flush(pfx, &cur);
+	return rc ? rc : flush(pfx, out, &cur);
 }
 
 /* ---- from the page store -------------------------------------------------------------- */

@@ -74,7 +74,7 @@ static int run_mode(strata_dev *dev, const strata_ref_config *base, strata_ref_m
 		err = strata_ref_engine_decode_step(e);
 		strata_ref_stats st;
 		strata_ref_engine_stats(e, &st);
-		t[s] = st.last_attn_ns;
+		t[s] = st.last_device_ns;
 	}
 	if (!err) {
 		strata_ref_engine_stats(e, &res->st);

@@ -66,8 +66,14 @@ typedef struct strata_ref_engine strata_ref_engine;
 
 typedef struct strata_ref_stats {
 	uint64_t steps;            /* decode steps run */
-	uint64_t attn_ns;          /* attention side (scan, top-k, fetch, attention), all steps */
-	uint64_t last_attn_ns;     /* the same, last step */
+	/* A step is host preparation (the fp32 model math of every layer, uploaded) and
+	 * then the device phase: every layer's new-entry encode / hot-cache append and
+	 * write-back, scan + top-k, fetch and attention launched back to back with no host
+	 * synchronisation, timed with device events around it alone. */
+	uint64_t device_ns;        /* device phase, all steps */
+	uint64_t last_device_ns;   /* the same, last step */
+	uint64_t prep_ns;          /* host preparation (wall clock), all steps */
+	uint64_t last_prep_ns;     /* the same, last step */
 	uint64_t hits, misses;     /* hot-cache lookups (HISPARSE), all CSA layers */
 	uint64_t fetched_bytes;    /* bytes moved host -> device for selected entries */
 	uint64_t device_bytes;     /* caches allocated on the device, all requests */

@@ -24,6 +24,9 @@ typedef struct ref_lay {
 	int next_csa;       /* the next CSA layer's index in lay[], or -1 */
 	int32_t *d_row_rl;  /* [n_req] hot-cache (request, layer) number of each row */
 	int32_t *d_src;     /* SWAPIN: [n_req][topk] host-tier slots to gather */
+	/* The decode step's staging (ref_step.c): this layer's part of e->h_prep /
+	 * e->d_prep, see prep_layout(). n_main / n_idx: entries completed this step. */
+	int n_main, n_idx;
 } ref_lay;
 
 struct strata_ref_engine {
@@ -41,7 +44,11 @@ struct strata_ref_engine {
 	size_t scratch_bytes;
 	float *d_stage;
 	int64_t *d_slots;
-	strata_event *ev0, *ev1;
+	strata_event *ev0, *ev1, *ev_side;
+	/* decode-step staging, every layer's new entries and slots: pinned host and
+	 * device, prep_layer_bytes per layer (allocated once, ref_step.c) */
+	uint8_t *h_prep, *d_prep;
+	size_t prep_layer_bytes;
 	/* host staging */
 	float *h_stage, *h_hid, *h_q;
 	int64_t *h_slots;
@@ -88,5 +95,11 @@ int ref_demo_prefix(strata_dev *dev, const strata_ref_config *base, int tokens, 
 
 int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const int64_t *ids,
 		     int n);
+/* The same from device staging: rl / ids device int32 [n], src device float [n][512]. */
+int ref_fetch_append_dev(strata_ref_engine *e, const int32_t *rl, const int32_t *ids,
+			 const float *src, int n);
+/* ref_step.c: the decode step's staging buffers (create / destroy). */
+int ref_step_init(strata_ref_engine *e);
+void ref_step_free(strata_ref_engine *e);
 
 #endif

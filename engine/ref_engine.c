@@ -162,6 +162,8 @@ void strata_ref_engine_destroy(strata_ref_engine *e)
 	strata_dev_free(e->dev, e->d_slots);
 	strata_event_destroy(e->dev, e->ev0);
 	strata_event_destroy(e->dev, e->ev1);
+	strata_event_destroy(e->dev, e->ev_side);
+	ref_step_free(e);
 	free(e->in);
 	free(e->len);
 	free(e->h_stage);
@@ -278,7 +280,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 		if (e->scratch_bytes && (err = dalloc(e, e->scratch_bytes, &e->d_scratch, NULL)))
 			goto fail;
 	}
-	if ((err = strata_event_create(dev, &e->ev0)) || (err = strata_event_create(dev, &e->ev1)))
+	if ((err = strata_event_create(dev, &e->ev0)) || (err = strata_event_create(dev, &e->ev1)) ||
+	    (err = strata_event_create(dev, &e->ev_side)) || (err = ref_step_init(e)))
 		goto fail;
 	*out = e;
 	return 0;

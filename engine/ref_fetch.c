@@ -201,3 +201,11 @@ int ref_fetch_filled(strata_ref_engine *e, int req, int n_entries)
 	free(tab);
 	return err;
 }
+
+int ref_fetch_append_dev(strata_ref_engine *e, const int32_t *rl, const int32_t *ids,
+			 const float *src, int n)
+{
+	if (!n)
+		return 0;
+	return strata_hotcache_append(e->hc, n, rl, ids, src, NULL, e->side);
+}

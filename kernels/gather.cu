@@ -23,6 +23,26 @@ struct EntryPtrs {
 	uint8_t *dd, *ds;
 };
 
+/* Source and destination addresses of item `item` (all NULL when it is past n or has
+ * a negative id on either side: skipped). */
+__device__ __forceinline__ EntryPtrs entry_ptrs(const strata_gather_params &p, long item, int n)
+{
+	EntryPtrs e = { nullptr, nullptr, nullptr, nullptr };
+	if (item >= n)
+		return e;
+	int sid = p.src_ids ? p.src_ids[item] : (int)item;
+	int did = p.dst_ids ? p.dst_ids[item] : (int)item;
+	if (sid < 0 || did < 0)
+		return e;
+	uint8_t *sb = gather_block(&p.src, p.src_tab ? p.src_tab[item] : 0, sid);
+	uint8_t *db = gather_block(&p.dst, p.dst_tab ? p.dst_tab[item] : 0, did);
+	e.sd = gather_data(&p.src, sb, sid);
+	e.ss = gather_scale(&p.src, sb, sid);
+	e.dd = gather_data(&p.dst, db, did);
+	e.ds = gather_scale(&p.dst, db, did);
+	return e;
+}
+
 template <int U>
 __global__ void __launch_bounds__(G_THREADS) gather_kernel(const strata_gather_params p)
 {
@@ -36,25 +56,8 @@ __global__ void __launch_bounds__(G_THREADS) gather_kernel(const strata_gather_p
 	const int lane = threadIdx.x & 31, wb = threadIdx.x >> 5;
 	const long gw = (long)blockIdx.x * G_WARPS + wb, nw = (long)gridDim.x * G_WARPS;
 	for (long first = gw * U; first < n; first += nw * U) {
-		if (lane < U) {
-			EntryPtrs e = { nullptr, nullptr, nullptr, nullptr };
-			long item = first + lane;
-			if (item < n) {
-				int sid = p.src_ids ? p.src_ids[item] : (int)item;
-				int did = p.dst_ids ? p.dst_ids[item] : (int)item;
-				if (sid >= 0 && did >= 0) {
-					int st = p.src_tab ? p.src_tab[item] : 0;
-					int dt = p.dst_tab ? p.dst_tab[item] : 0;
-					uint8_t *sb = gather_block(&p.src, st, sid);
-					uint8_t *db = gather_block(&p.dst, dt, did);
-					e.sd = gather_data(&p.src, sb, sid);
-					e.ss = gather_scale(&p.src, sb, sid);
-					e.dd = gather_data(&p.dst, db, did);
-					e.ds = gather_scale(&p.dst, db, did);
-				}
-			}
-			ptrs[wb][lane] = e;
-		}
+		if (lane < U)
+			ptrs[wb][lane] = entry_ptrs(p, first + lane, n);
 		__syncwarp();
 		uint4 v[R];
 #pragma unroll
@@ -152,25 +155,8 @@ __global__ void __launch_bounds__(BK_THREADS) gather_bulk_kernel(const strata_ga
 	__syncthreads();
 	// Every thread calls issue() (it holds a __syncthreads).
 	auto issue = [&](int chunk, int st) {
-		if (threadIdx.x < BK_E) {
-			EntryPtrs e = { nullptr, nullptr, nullptr, nullptr };
-			long item = (long)chunk * BK_E + threadIdx.x;
-			if (item < n) {
-				int sid = p.src_ids ? p.src_ids[item] : (int)item;
-				int did = p.dst_ids ? p.dst_ids[item] : (int)item;
-				if (sid >= 0 && did >= 0) {
-					int stab = p.src_tab ? p.src_tab[item] : 0;
-					int dtab = p.dst_tab ? p.dst_tab[item] : 0;
-					uint8_t *sb = gather_block(&p.src, stab, sid);
-					uint8_t *db = gather_block(&p.dst, dtab, did);
-					e.sd = gather_data(&p.src, sb, sid);
-					e.ss = gather_scale(&p.src, sb, sid);
-					e.dd = gather_data(&p.dst, db, did);
-					e.ds = gather_scale(&p.dst, db, did);
-				}
-			}
-			ptrs[st][threadIdx.x] = e;
-		}
+		if (threadIdx.x < BK_E)
+			ptrs[st][threadIdx.x] = entry_ptrs(p, (long)chunk * BK_E + threadIdx.x, n);
 		__syncthreads();
 		if (threadIdx.x == 0) {
 			uint32_t valid = 0;
