@@ -4,7 +4,8 @@
  * Two sources, both at the speed of their tier. Blocks with host copies: their pages sit
  * in host runs laid out per (layer, family) (prefix_int.h), so the copies are walked per
  * (layer, family) and page after page, and every stretch that is adjacent both in the
- * source and in the destination becomes one copy; on the GPU these are async copies on
+ * source and in the destination, inside one allocation on each side, becomes one copy
+ * (a copy across two allocations is invalid on the GPU); on the GPU these are async copies on
  * the handle's stream with one sync at the end. Blocks without: their records are read
  * from the page store through a window of reads kept submitted (reap one, submit the
  * next), straight into host destinations; device-bound pages land in pinned staging and

@@ -1,9 +1,12 @@
 /*
- * The decode step (engine.h): write every layer's caches for one new token per
- * request, then run the attention side layer by layer (indexer scan + top-k, fetch,
- * sparse attention with the sink), then hash the outputs. The attention side is timed
- * with device events; the host math before it is not (it stands in for a real
- * engine's projections, which strata does not own).
+ * The decode step (engine.h) in two phases. (a) Host preparation: the fp32 model math
+ * of every layer (window entries, compressors, RoPE, Hadamard, queries) for one new
+ * token per request, into per-layer staging uploaded once, then a device sync. (b)
+ * The device phase: every layer's cache writes, then per layer indexer scan + top-k,
+ * fetch and sparse attention with the sink, launched back to back with no host
+ * synchronisation and timed with device events around it alone, so that the stream
+ * never idles on host math inside the timed window (the host math stands in for a real
+ * engine's projections, which strata does not own). Then the outputs are hashed.
  */
 #include <errno.h>
 #include <math.h>
@@ -26,21 +29,116 @@ static int grow_hashes(strata_ref_engine *e)
 	return 0;
 }
 
-/* Host side of the step: new tokens into the caches, queries to the device, and
- * the window / C128 index lists (the same for every layer). */
-static int prepare(strata_ref_engine *e, int32_t *rowlim, int *n128)
+/* ---- staging ---------------------------------------------------------------------- */
+
+/* One layer's part of the staging (h_prep on the host, d_prep on the device, the same
+ * offsets): float window entries [R][512], completed main entries [R][512], completed
+ * index keys [R][128], then int64 slots of each (window, main, index) [R], then the
+ * HISPARSE append's int32 rl [R] and ids [R]. Every part is a multiple of 8 bytes. */
+typedef struct prep_view {
+	float *win, *main, *idx;
+	int64_t *win_slots, *main_slots, *idx_slots;
+	int32_t *ap_rl, *ap_ids;
+} prep_view;
+
+static prep_view prep_layout(const strata_ref_engine *e, uint8_t *base, int l)
+{
+	const size_t R = (size_t)e->cfg.n_req;
+	uint8_t *p = base + e->prep_layer_bytes * (size_t)l;
+	prep_view v;
+	v.win = (float *)p;
+	v.main = v.win + R * REF_D;
+	v.idx = v.main + R * REF_D;
+	v.win_slots = (int64_t *)(v.idx + R * REF_ID);
+	v.main_slots = v.win_slots + R;
+	v.idx_slots = v.main_slots + R;
+	v.ap_rl = (int32_t *)(v.idx_slots + R);
+	v.ap_ids = v.ap_rl + R;
+	return v;
+}
+
+int ref_step_init(strata_ref_engine *e)
+{
+	const size_t R = (size_t)e->cfg.n_req;
+	e->prep_layer_bytes = R * (sizeof(float) * (2 * REF_D + REF_ID) + 3 * sizeof(int64_t) +
+				   2 * sizeof(int32_t));
+	size_t bytes = e->prep_layer_bytes * (size_t)e->m.n_layers;
+	/* Pinned, so that phase (a)'s one upload is a true asynchronous copy. */
+	int err = strata_dev_host_alloc(e->dev, bytes, (void **)&e->h_prep);
+	if (!err)
+		err = strata_dev_alloc(e->dev, bytes, (void **)&e->d_prep);
+	if (!err)
+		memset(e->h_prep, 0, bytes);
+	return err;
+}
+
+void ref_step_free(strata_ref_engine *e)
+{
+	strata_dev_host_free(e->dev, e->h_prep);
+	strata_dev_free(e->dev, e->d_prep);
+	e->h_prep = e->d_prep = NULL;
+}
+
+/* ---- phase (a): host preparation ----------------------------------------------------- */
+
+/* Layer l's new entries for one token per request (the host math of
+ * ref_append_tokens(), same functions, same order per layer and request), into the
+ * layer's staging. */
+static void prep_entries(strata_ref_engine *e, int l, const int64_t *pos)
+{
+	const int R = e->cfg.n_req;
+	ref_lay *L = &e->lay[l];
+	prep_view v = prep_layout(e, e->h_prep, l);
+	L->n_main = L->n_idx = 0;
+	for (int r = 0; r < R; r++) {
+		ref_window_entry(&L->w, e->h_hid + (size_t)r * REF_HID, pos[r], e->freqs,
+				 v.win + (size_t)r * REF_D);
+		v.win_slots[r] = (int64_t)r * 128 + pos[r] % 128;
+	}
+	if (!L->w.ratio)
+		return;
+	size_t sf = ref_comp_state_floats(&L->w.main);
+	int64_t cap = L->w.ratio == 4 ? e->cap4 : e->cap128;
+	for (int r = 0; r < R; r++)
+		if (ref_comp_push(&L->w.main, L->cstate + sf * r, e->h_hid + (size_t)r * REF_HID,
+				  pos[r], e->freqs, v.main + (size_t)L->n_main * REF_D)) {
+			v.ap_rl[L->n_main] = L->csa * R + r;
+			v.ap_ids[L->n_main] = (int32_t)(pos[r] / L->w.ratio);
+			v.main_slots[L->n_main++] = (int64_t)r * cap + pos[r] / L->w.ratio;
+		}
+	if (L->w.ratio != 4)
+		return;
+	sf = ref_comp_state_floats(&L->w.idx);
+	for (int r = 0; r < R; r++) {
+		float *key = v.idx + (size_t)L->n_idx * REF_ID;
+		if (ref_comp_push(&L->w.idx, L->istate + sf * r, e->h_hid + (size_t)r * REF_HID,
+				  pos[r], e->freqs, key)) {
+			ref_hadamard128(key);
+			v.idx_slots[L->n_idx++] = (int64_t)r * e->cap4 + pos[r] / 4;
+		}
+	}
+}
+
+/* Everything the host computes for the step, uploaded: every layer's new entries and
+ * queries, the window / C128 index lists and row limits (the same for every layer).
+ * The per-layer inputs are functions of the requests' hidden states alone (no layer
+ * reads an earlier layer's device output), so all of it can be made up front. Ends
+ * with the device idle and every input in place. */
+static int prepare(strata_ref_engine *e, int *n128)
 {
 	const int R = e->cfg.n_req, H = e->m.n_heads, IH = e->m.index_heads;
-	int reqs[R];
 	int64_t pos[R];
+	int32_t rowlim[R];
 	for (int r = 0; r < R; r++) {
 		if (e->len[r] >= e->cfg.max_ctx)
 			return -ENOSPC;
-		reqs[r] = r;
 		pos[r] = e->len[r];
 		ref_input_next(&e->in[r], e->h_hid + (size_t)r * REF_HID);
 	}
-	int err = ref_append_tokens(e, reqs, pos, R);
+	for (int l = 0; l < e->m.n_layers; l++)
+		prep_entries(e, l, pos);
+	int err = strata_dev_copy(e->dev, e->d_prep, e->h_prep,
+				  e->prep_layer_bytes * (size_t)e->m.n_layers, NULL);
 	if (err)
 		return err;
 	*n128 = 0;
@@ -91,11 +189,50 @@ static int prepare(strata_ref_engine *e, int32_t *rowlim, int *n128)
 		if (!err)
 			err = strata_dev_copy(e->dev, L->d_iw, iw, sizeof(float) * (size_t)R * IH, NULL);
 	}
+	/* Pageable sources (iq, rowlim) and the pinned staging the next step rewrites: the
+	 * device phase starts from an idle device, so nothing of this lands in its timing. */
+	if (!err)
+		err = strata_dev_sync(e->dev);
 	free(iq);
 	free(iqb);
+	if (err)
+		return err;
 	for (int r = 0; r < R; r++)
 		e->len[r]++;
-	return err;
+	return 0;
+}
+
+/* ---- phase (b): the device work ------------------------------------------------------ */
+
+static int encode_dev(strata_ref_engine *e, uint8_t *pool, int B, const float *src,
+		      const int64_t *slots, int n)
+{
+	strata_main_encode_params p = { .src = src, .slots = slots, .n = n, .B = B, .pool = pool };
+	return n ? strata_k_main_encode(e->dev, &p, NULL) : 0;
+}
+
+/* Layer L's new entries from the device staging into its caches (the window ring, C4
+ * or C128 main, index pages; HISPARSE: the hot cache and, on the side stream, the
+ * host tier). */
+static int write_layer(strata_ref_engine *e, int l)
+{
+	ref_lay *L = &e->lay[l];
+	prep_view v = prep_layout(e, e->d_prep, l);
+	int err = encode_dev(e, L->win, 64, v.win, v.win_slots, e->cfg.n_req);
+	if (err || !L->w.ratio)
+		return err;
+	if (L->w.ratio == 128)
+		return encode_dev(e, L->c128, 2, v.main, v.main_slots, L->n_main);
+	if (e->cfg.mode == STRATA_REF_HISPARSE)
+		err = ref_fetch_append_dev(e, v.ap_rl, v.ap_ids, v.main, L->n_main);
+	else
+		err = encode_dev(e, L->c4, 64, v.main, v.main_slots, L->n_main);
+	if (err || !L->n_idx)
+		return err;
+	strata_index_encode_params ip = { .fmt = e->m.index_fmt, .src = v.idx,
+					  .slots = v.idx_slots, .n = L->n_idx, .B = 64,
+					  .pages = L->pages };
+	return strata_k_index_encode(e->dev, &ip, NULL);
 }
 
 /* The attention side of one layer. */
@@ -140,36 +277,50 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 	return strata_k_attn(e->dev, &a, NULL);
 }
 
+/* Phase (b), timed by ev0 .. ev1 on the compute stream: every layer's caches are
+ * written first (as prefill does, so that a CSA layer's scan sees the entry this token
+ * completed and the hot cache knows of every new entry before any predict), then the
+ * attention side layer by layer. Launches only; the side stream's last work (the
+ * write-back of appended entries, predictions) is joined before ev1. */
+static int device_phase(strata_ref_engine *e, int n128, float *ms)
+{
+	const int NL = e->m.n_layers;
+	int err = strata_event_record(e->dev, e->ev0, NULL);
+	for (int l = 0; l < NL && !err; l++)
+		err = write_layer(e, l);
+	for (int l = 0; l < NL && !err; l++)
+		err = attend(e, &e->lay[l], n128);
+	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))
+		err = strata_stream_wait_event(e->dev, NULL, e->ev_side);
+	if (!err)
+		err = strata_event_record(e->dev, e->ev1, NULL);
+	if (!err)
+		err = strata_event_sync(e->dev, e->ev1);
+	if (!err)
+		err = strata_event_elapsed_ms(e->dev, e->ev0, e->ev1, ms);
+	return err;
+}
+
 int strata_ref_engine_decode_step(strata_ref_engine *e)
 {
 	if (!e)
 		return -EINVAL;
 	const int R = e->cfg.n_req, NL = e->m.n_layers;
-	int32_t rowlim[R];
 	int n128 = 0;
+	uint64_t t0 = strata_now_ns();
 	int err = grow_hashes(e);
 	if (!err)
-		err = prepare(e, rowlim, &n128);
-	if (!err)
-		err = strata_dev_sync(e->dev);
+		err = prepare(e, &n128);
 	if (err)
 		return err;
+	e->st.last_prep_ns = strata_now_ns() - t0;
+	e->st.prep_ns += e->st.last_prep_ns;
 	e->stamp++;
-	if ((err = strata_event_record(e->dev, e->ev0, NULL)))
-		return err;
-	for (int l = 0; l < NL && !err; l++)
-		err = attend(e, &e->lay[l], n128);
-	if (!err)
-		err = strata_event_record(e->dev, e->ev1, NULL);
-	if (!err)
-		err = strata_event_sync(e->dev, e->ev1);
-	if (err)
-		return err;
 	float ms = 0.0f;
-	if ((err = strata_event_elapsed_ms(e->dev, e->ev0, e->ev1, &ms)))
+	if ((err = device_phase(e, n128, &ms)))
 		return err;
-	e->st.last_attn_ns = (uint64_t)((double)ms * 1e6);
-	e->st.attn_ns += e->st.last_attn_ns;
+	e->st.last_device_ns = (uint64_t)((double)ms * 1e6);
+	e->st.device_ns += e->st.last_device_ns;
 	e->st.steps++;
 	size_t qn = (size_t)R * e->m.n_heads * REF_D;
 	uint64_t *row = e->hashes + (size_t)e->n_steps * NL;
