@@ -50,7 +50,7 @@ static int cmp_d(const void *a, const void *b)
 
 typedef struct point {
 	int ok;
-	double med_ms, p99_ms, prep_ms, hit;
+	double med_ms, p99_ms, prep_ms, launch_ms, hit;
 	uint64_t dev_per_req, digest;
 } point;
 
@@ -66,8 +66,9 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.seed = o->seed;
 	c.inputs = uniform ? STRATA_REF_UNIFORM : STRATA_REF_STRUCTURED;
 	strata_ref_engine *e = NULL;
-	double *t = calloc((size_t)o->reps, sizeof *t), *tp = calloc((size_t)o->reps, sizeof *tp);
-	int err = t && tp ? strata_ref_engine_create(dev, &c, &e) : -ENOMEM;
+	double *t = calloc((size_t)o->reps, sizeof *t), *tp = calloc((size_t)o->reps, sizeof *tp),
+	       *tl = calloc((size_t)o->reps, sizeof *tl);
+	int err = t && tp && tl ? strata_ref_engine_create(dev, &c, &e) : -ENOMEM;
 	for (int r = 0; r < batch && !err; r++)
 		err = strata_ref_engine_fill(e, r, ctx);
 	for (int s = 0; s < o->warmup && !err; s++)
@@ -80,6 +81,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 		strata_ref_engine_stats(e, &st);
 		t[s] = (double)st.last_device_ns / 1e6;
 		tp[s] = (double)st.last_prep_ns / 1e6;
+		tl[s] = (double)st.last_launch_ns / 1e6;
 	}
 	if (!err) {
 		strata_ref_engine_stats(e, &st);
@@ -87,6 +89,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 		pt->med_ms = bs.median;
 		pt->p99_ms = bs.p99;
 		pt->prep_ms = bench_stats_of(tp, o->reps).median;
+		pt->launch_ms = bench_stats_of(tl, o->reps).median;
 		uint64_t h = st.hits - st0.hits, mi = st.misses - st0.misses;
 		pt->hit = h + mi ? (double)h / (double)(h + mi) : 0.0;
 		pt->dev_per_req = st.device_bytes / (uint64_t)batch;
@@ -96,6 +99,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	strata_ref_engine_destroy(e);
 	free(t);
 	free(tp);
+	free(tl);
 	(void)cmp_d;
 	return err;
 }
@@ -156,7 +160,8 @@ int strata_bench_decode(int argc, char **argv)
 	bench_out_note(out, "model %s, %s inputs, step_ms = the device phase of a step (cache "
 		       "writes / hot-cache append + write-back, scan, top-k, fetch, attention; all "
 		       "%d layers, launched back to back, event-timed); host_prep_ms = the host "
-		       "model math before it (not in step_ms); %d warm-up + %d timed steps",
+		       "model math before it (not in step_ms); launch_ms = host time issuing the "
+		       "device phase (near step_ms: launch bound); %d warm-up + %d timed steps",
 		       m.name, uniform ? "uniform" : "structured", m.n_layers, o.warmup, o.reps);
 	static const char *names[3] = { "all-resident", "hisparse", "swapin" };
 	int check_failed = 0;
@@ -198,6 +203,7 @@ int strata_bench_decode(int argc, char **argv)
 					      "step_ms", bench_fmt("%.3f", pt[mode].med_ms),
 					      "p99_ms", bench_fmt("%.3f", pt[mode].p99_ms),
 					      "host_prep_ms", bench_fmt("%.3f", pt[mode].prep_ms),
+					      "launch_ms", bench_fmt("%.3f", pt[mode].launch_ms),
 					      "vs_resident", pt[0].ok ? bench_fmt("%.3f", pt[mode].med_ms / pt[0].med_ms) : "n/a",
 					      "dev_MiB_per_req", bench_fmt("%.1f", pt[mode].dev_per_req / 1048576.0),
 					      "dev_vs_resident", pt[0].ok ? bench_fmt("%.3f", (double)pt[mode].dev_per_req / (double)pt[0].dev_per_req) : "n/a",

@@ -74,6 +74,9 @@ typedef struct strata_ref_stats {
 	uint64_t last_device_ns;   /* the same, last step */
 	uint64_t prep_ns;          /* host preparation (wall clock), all steps */
 	uint64_t last_prep_ns;     /* the same, last step */
+	/* Host wall clock spent issuing the device phase's launches, last step: near
+	 * last_device_ns or above it means the device waited on launches (launch bound). */
+	uint64_t last_launch_ns;
 	uint64_t hits, misses;     /* hot-cache lookups (HISPARSE), all CSA layers */
 	uint64_t fetched_bytes;    /* bytes moved host -> device for selected entries */
 	uint64_t device_bytes;     /* caches allocated on the device, all requests */

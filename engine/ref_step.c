@@ -285,6 +285,7 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 static int device_phase(strata_ref_engine *e, int n128, float *ms)
 {
 	const int NL = e->m.n_layers;
+	uint64_t t0 = strata_now_ns();
 	int err = strata_event_record(e->dev, e->ev0, NULL);
 	for (int l = 0; l < NL && !err; l++)
 		err = write_layer(e, l);
@@ -294,6 +295,7 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 		err = strata_stream_wait_event(e->dev, NULL, e->ev_side);
 	if (!err)
 		err = strata_event_record(e->dev, e->ev1, NULL);
+	e->st.last_launch_ns = strata_now_ns() - t0;
 	if (!err)
 		err = strata_event_sync(e->dev, e->ev1);
 	if (!err)
