@@ -2,9 +2,10 @@
  * `strata bench decode`: the device phase of a decode step (new-entry writes, index
  * scan, top-k, fetch, sparse attention; every layer, no host gaps: the host model
  * math runs before it and is reported apart as host_prep_ms) of the reference
- * engine, for HiSparse (C4 main on the pinned host tier behind prefetch/'s hot cache), all-resident (the limit
- * measured in the same run) and synchronous swap-in (every selected entry gathered on
- * the compute stream right after top-k, no cache, no prediction: SGLang today).
+ * engine, for HiSparse (C4 main on the pinned host tier behind prefetch/'s hot
+ * cache), all-resident (the limit measured in the same run) and synchronous swap-in
+ * (every selected entry gathered on the compute stream right after top-k, no cache,
+ * no prediction: SGLang today).
  * Contexts are given a synthetic fill (strata_ref_engine_fill) so that 1M tokens take
  * seconds; the decode steps are exact. Reports step time (median, p99) and its ratio
  * to all-resident, device bytes per request, the hit rate, whether the outputs of all

@@ -277,6 +277,48 @@ START_TEST(fill_then_decode_identical)
 }
 END_TEST
 
+/* The decode step writes its new entries from per-layer device staging in its device
+ * phase, prefill through ref_append_tokens(): the caches (windows, compressor state,
+ * C4 wherever it lives, C128, index pages) must end up byte-identical, in every mode,
+ * for several requests at once; and the step reports its two phases. */
+START_TEST(decode_writes_match_prefill)
+{
+	strata_dev *d = open_cpu();
+	enum { R = 3, STEPS = 9 };
+	for (int m = 0; m < 3; m++) {
+		strata_ref_engine *a = make(d, (strata_ref_mode)m, R, 0, 21, STRATA_REF_STRUCTURED);
+		strata_ref_engine *b = make(d, (strata_ref_mode)m, R, 0, 21, STRATA_REF_STRUCTURED);
+		/* Lengths chosen so that the steps complete C4 groups, C128 groups and wrap
+		 * the window ring at different steps for different requests. */
+		static const int len0[R] = { 250, 377, 126 };
+		for (int r = 0; r < R; r++) {
+			ck_assert_int_eq(strata_ref_engine_prefill(a, r, len0[r]), 0);
+			ck_assert_int_eq(strata_ref_engine_prefill(b, r, len0[r] + STEPS), 0);
+		}
+		for (int i = 0; i < STEPS; i++)
+			ck_assert_int_eq(strata_ref_engine_decode_step(a), 0);
+		for (int r = 0; r < R; r++) {
+			ck_assert_int_eq(strata_ref_engine_length(a, r), len0[r] + STEPS);
+			uint64_t h = strata_ref_engine_cache_hash(a, r);
+			ck_assert_uint_ne(h, 0);
+			ck_assert_msg(h == strata_ref_engine_cache_hash(b, r),
+				      "mode %d request %d: decode-step caches differ from prefill", m, r);
+		}
+		strata_ref_stats st;
+		strata_ref_engine_stats(a, &st);
+		ck_assert_uint_eq(st.steps, STEPS);
+		ck_assert_uint_gt(st.last_device_ns, 0);
+		ck_assert_uint_ge(st.device_ns, st.last_device_ns);
+		ck_assert_uint_gt(st.last_prep_ns, 0);
+		ck_assert_uint_ge(st.prep_ns, st.last_prep_ns);
+		ck_assert_uint_gt(st.last_launch_ns, 0);
+		strata_ref_engine_destroy(a);
+		strata_ref_engine_destroy(b);
+	}
+	strata_dev_close(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine_exact");
@@ -290,6 +332,7 @@ int main(void)
 	tcase_add_test(tc, chunked_prefill_identical);
 	tcase_add_test(tc, seed_changes_outputs);
 	tcase_add_test(tc, fill_then_decode_identical);
+	tcase_add_test(tc, decode_writes_match_prefill);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
