@@ -74,6 +74,8 @@ int strata_dev_host_unregister(strata_dev *dev, void *p);
  * ordered on stream. On the CPU backend it is a memcpy done before returning. */
 int strata_dev_copy(strata_dev *dev, void *dst, const void *src, size_t n,
 		    strata_stream *stream);
+/* Fill device memory (GPU backend: memory from strata_dev_alloc; host memory on the
+ * CPU backend). */
 int strata_dev_memset(strata_dev *dev, void *dst, int byte, size_t n, strata_stream *stream);
 
 int strata_stream_create(strata_dev *dev, strata_stream **out);
