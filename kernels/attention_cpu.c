@@ -100,6 +100,18 @@ out:
 	return err;
 }
 
+size_t strata_k_attn_scratch(const strata_dev *dev, const strata_attn_params *p)
+{
+	if (!p || p->n_rows < 0 || p->heads < 1 || p->n_idx < 0 || p->n_win < 0)
+		return 0;
+#ifdef STRATA_HAVE_CUDA
+	if (strata_dev_is_gpu(dev))
+		return strata_k_attn_scratch_gpu(dev, p);
+#endif
+	(void)dev;
+	return 0; /* the CPU twin needs none */
+}
+
 int strata_k_attn(strata_dev *dev, const strata_attn_params *p, strata_stream *s)
 {
 #ifdef STRATA_HAVE_CUDA

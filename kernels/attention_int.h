@@ -48,6 +48,7 @@ STRATA_HD float attn_sink_factor(float lse, float sink)
 extern "C" {
 #endif
 int strata_k_attn_gpu(strata_dev *dev, const strata_attn_params *p, strata_stream *s);
+size_t strata_k_attn_scratch_gpu(const strata_dev *dev, const strata_attn_params *p);
 int strata_k_attn_combine_gpu(strata_dev *dev, const strata_attn_combine_params *p,
 			      strata_stream *s);
 int strata_k_attn_map_gpu(strata_dev *dev, const strata_attn_map_params *p, strata_stream *s);

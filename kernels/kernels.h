@@ -374,7 +374,17 @@ int strata_k_hotcache_cpu(const strata_hotcache_params *p);
  * (exp(s_j - m) / l) v_j in list order. The GPU kernel uses an online softmax over
  * tiles and agrees within STRATA_ATTN_GPU_RTOL (relative to max |out| of the row and
  * head) and STRATA_ATTN_GPU_ATOL on lse. Both backends are deterministic: the same
- * entries in the same order with the same bytes give bit-identical outputs. */
+ * entries in the same order with the same bytes give bit-identical outputs.
+ *
+ * Split over entries (GPU): when rows x head groups of 8 would leave most SMs idle
+ * (small batch), the list (idx then win_idx, same global order) is cut into S chunks,
+ * each block computes its chunk's max, sum and unnormalised output into p->scratch,
+ * and a second kernel merges the chunks exactly (m = max m_c, Z = sum e^(m_c - m) l_c,
+ * out = sum e^(m_c - m) u_c / Z, lse = m + log Z) before applying the sink. S is a
+ * function of the device's SM count, n_rows, heads and n_idx + n_win only, and the
+ * merge runs over chunks in order, so the determinism above holds for a fixed scratch
+ * size. Without scratch (NULL or smaller than strata_k_attn_scratch()) the kernel
+ * runs unsplit, within the same tolerance of the CPU twin. */
 #define STRATA_ATTN_GPU_RTOL 1e-5f
 #define STRATA_ATTN_GPU_ATOL 1e-5f
 
@@ -394,8 +404,15 @@ typedef struct strata_attn_params {
 	int n_win;                /* may be 0 */
 	float *out;               /* [n_rows][heads][512] */
 	float *lse;               /* [n_rows][heads], natural log, without sink; or NULL */
+	void *scratch;            /* device, strata_k_attn_scratch() bytes, or NULL: unsplit */
+	size_t scratch_bytes;
 } strata_attn_params;
 
+/* Device scratch bytes the split path needs for p's shapes (n_rows, heads, n_idx,
+ * n_win; pointers not read) on dev; 0 where it never splits (CPU backend, large
+ * batches, short lists). Never decreases as n_idx + n_win grow, so a buffer sized for
+ * the longest lists serves every shorter call with the same n_rows and heads. */
+size_t strata_k_attn_scratch(const strata_dev *dev, const strata_attn_params *p);
 int strata_k_attn(strata_dev *dev, const strata_attn_params *p, strata_stream *s);
 int strata_k_attn_cpu(const strata_attn_params *p);
 

@@ -1,5 +1,6 @@
 /* GPU sparse attention and LSE combine against the CPU twins (kernels.h tolerances),
- * and run-to-run determinism. */
+ * and run-to-run determinism, for the unsplit kernel (no scratch) and the split-over-
+ * entries path (strata_k_attn_scratch() bytes). */
 #include <check.h>
 #include <math.h>
 
@@ -39,8 +40,11 @@ static void check_close(const float *gpu, const float *cpu, const float *glse,
 }
 
 /* rows x heads over n_idx selected entries of a pool (-1 holes) and n_win window
- * entries; V4-Flash shapes by default. */
-static void run_case(int rows, int heads, int n_idx, int n_win, int pool_n, uint64_t seed)
+ * entries; V4-Flash shapes by default. Row 0's first hole_run idx entries are -1 (a
+ * whole chunk without entries on the split path). want_split: the split path must run
+ * (H100/H200 SM counts). */
+static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, uint64_t seed,
+			int hole_run, bool want_split)
 {
 	int B = 64, blocks = (pool_n + B - 1) / B;
 	size_t pool_bytes = (size_t)blocks * strata_main_block_stride(B);
@@ -65,6 +69,8 @@ static void run_case(int rows, int heads, int n_idx, int n_win, int pool_n, uint
 	if (rows > 1) /* an empty row */
 		for (int j = 0; j < n_idx; j++)
 			idx[(size_t)(rows - 1) * n_idx + j] = -1;
+	for (int j = 0; j < hole_run && j < n_idx; j++)
+		idx[j] = -1;
 	float *co = malloc(sizeof *co * qn), *cl = malloc(sizeof *cl * rows * heads);
 	strata_attn_params p = { .n_rows = rows, .heads = heads, .scale = 1.0f / sqrtf(512.0f),
 				 .q = q, .sink = sink, .pool = pool, .B = B, .idx = idx,
@@ -95,6 +101,33 @@ static void run_case(int rows, int heads, int n_idx, int n_win, int pool_n, uint
 	ck_assert_int_eq(strata_dev_copy(dev, go2, dout, sizeof *go * qn, NULL), 0);
 	ck_assert_int_eq(strata_dev_sync(dev), 0);
 	ck_assert_mem_eq(go, go2, sizeof *go * qn); /* deterministic */
+
+	/* The split path: same tolerance against the CPU twin, deterministic too. */
+	size_t sb = strata_k_attn_scratch(dev, &g);
+	if (want_split)
+		ck_assert_uint_gt(sb, 0);
+	void *dscr = NULL;
+	if (sb) {
+		ck_assert_int_eq(strata_dev_alloc(dev, sb, &dscr), 0);
+		strata_attn_params gs = g;
+		gs.scratch = dscr;
+		gs.scratch_bytes = sb;
+		ck_assert_int_eq(strata_dev_memset(dev, dout, 0xff, sizeof *co * qn, NULL), 0);
+		ck_assert_int_eq(strata_k_attn(dev, &gs, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, gl, dlse, sizeof *gl * rows * heads, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		check_close(go, co, gl, cl, rows, heads);
+		/* Scratch left dirty by the first run must not matter. */
+		ck_assert_int_eq(strata_k_attn(dev, &gs, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, go2, dout, sizeof *go * qn, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		ck_assert_mem_eq(go, go2, sizeof *go * qn);
+		/* A buffer sized for longer lists serves this one. */
+		strata_attn_params longer = g;
+		longer.n_idx += 4096;
+		ck_assert_uint_ge(strata_k_attn_scratch(dev, &longer), sb);
+	}
 
 	/* Combine: split the rows' results into two partials (same output twice with
 	 * lse, and a -inf part) and compare GPU with CPU. */
@@ -131,17 +164,35 @@ static void run_case(int rows, int heads, int n_idx, int n_win, int pool_n, uint
 	strata_dev_free(dev, (void *)g.win_idx);
 	strata_dev_free(dev, dout);
 	strata_dev_free(dev, dlse);
+	strata_dev_free(dev, dscr);
 	free(pool); free(src); free(q); free(sink); free(idx); free(win); free(co); free(cl);
 	free(go); free(gl); free(go2); free(pl); free(po); free(cco); free(ccl);
 }
 
-START_TEST(flash_batch1) { run_case(1, 64, 512, 128, 4096, 1); }
+static void run_case(int rows, int heads, int n_idx, int n_win, int pool_n, uint64_t seed)
+{
+	run_case_ex(rows, heads, n_idx, n_win, pool_n, seed, 0, false);
+}
+
+START_TEST(flash_batch1) { run_case_ex(1, 64, 512, 128, 4096, 1, 0, true); }
 END_TEST
 START_TEST(flash_batch8) { run_case(8, 64, 512, 128, 8192, 2); }
 END_TEST
 START_TEST(odd_shapes) { run_case(3, 13, 37, 5, 300, 3); }
 END_TEST
 START_TEST(window_only) { run_case(1, 8, 0, 128, 256, 4); }
+END_TEST
+/* Split path: an HCA layer at 128K (1,022 C128 entries + the window), a long list,
+ * a fully empty chunk, odd head counts, and two rows (one empty). */
+START_TEST(split_hca_1150) { run_case_ex(1, 64, 1022, 128, 4096, 5, 0, true); }
+END_TEST
+START_TEST(split_long_5000) { run_case_ex(1, 64, 4872, 128, 8192, 6, 0, true); }
+END_TEST
+START_TEST(split_empty_chunk) { run_case_ex(1, 64, 1022, 128, 4096, 7, 300, true); }
+END_TEST
+START_TEST(split_odd_heads) { run_case_ex(1, 13, 333, 37, 1000, 8, 0, true); }
+END_TEST
+START_TEST(split_two_rows) { run_case_ex(2, 64, 1150, 0, 4096, 9, 0, true); }
 END_TEST
 
 int main(void)
@@ -158,6 +209,11 @@ int main(void)
 	tcase_add_test(tc, flash_batch8);
 	tcase_add_test(tc, odd_shapes);
 	tcase_add_test(tc, window_only);
+	tcase_add_test(tc, split_hca_1150);
+	tcase_add_test(tc, split_long_5000);
+	tcase_add_test(tc, split_empty_chunk);
+	tcase_add_test(tc, split_odd_heads);
+	tcase_add_test(tc, split_two_rows);
 	suite_add_tcase(s, tc);
 	/* No fork: a CUDA context does not survive fork(), and the parent has one. */
 	SRunner *sr = srunner_create(s);

@@ -239,6 +239,23 @@ START_TEST(bad_params)
 }
 END_TEST
 
+/* The CPU backend never splits: no scratch, for any shape (and none for bad shapes). */
+START_TEST(cpu_needs_no_scratch)
+{
+	strata_attn_params p = { .n_rows = 1, .heads = 64, .n_idx = 5000, .n_win = 128 };
+	ck_assert_uint_eq(strata_k_attn_scratch(NULL, &p), 0);
+	strata_dev_config cfg = STRATA_DEV_CONFIG_INIT;
+	cfg.backend = STRATA_BACKEND_CPU;
+	strata_dev *d = NULL;
+	ck_assert_int_eq(strata_dev_open(&cfg, &d), 0);
+	ck_assert_uint_eq(strata_k_attn_scratch(d, &p), 0);
+	p.heads = 0;
+	ck_assert_uint_eq(strata_k_attn_scratch(d, &p), 0);
+	ck_assert_uint_eq(strata_k_attn_scratch(d, NULL), 0);
+	strata_dev_close(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("attention");
@@ -250,6 +267,7 @@ int main(void)
 	tcase_add_test(tc, window_list_is_a_continuation);
 	tcase_add_test(tc, combine_matches_whole);
 	tcase_add_test(tc, bad_params);
+	tcase_add_test(tc, cpu_needs_no_scratch);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
