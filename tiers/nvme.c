@@ -210,6 +210,7 @@ int strata_nvme_open(const strata_nvme_config *cfg, strata_nvme_store **out)
 	pthread_mutex_init(&s->mu, NULL);
 	s->qd = cfg->queue_depth ? cfg->queue_depth : DEFAULT_QD;
 	s->dio_align = 1;
+	s->hash = nvme_hash_best();
 	s->slot_bytes = cfg->slot_bytes ? cfg->slot_bytes : DEFAULT_SLOT;
 	bool reused = false;
 	int err = open_file(s, cfg);

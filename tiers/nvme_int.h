@@ -39,6 +39,20 @@ typedef struct nvme_superblock {
 	uint64_t sb_xxh3;       /* of the 56 bytes above */
 } nvme_superblock;
 
+/* The payload checksum, XXH3-64, on the CPU's widest vector unit (nvme_hash.c). */
+typedef uint64_t (*nvme_hash_fn)(const void *p, size_t n);
+enum { NVME_HASH_LIB, NVME_HASH_AVX2 };
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define NVME_HASH_X86 1
+uint64_t nvme_hash_avx2(const void *p, size_t n);
+#else
+#define NVME_HASH_X86 0
+#endif
+/* One implementation (NULL when this CPU or build lacks it); tests compare them. */
+nvme_hash_fn nvme_hash_impl(int which);
+/* The fastest one here, chosen once per process. */
+nvme_hash_fn nvme_hash_best(void);
+
 enum { SLOT_READ, SLOT_WRITE, SLOT_SYNC, SLOT_RAW };
 
 /* One in-flight operation. Owned by the store's lock. */
@@ -83,9 +97,12 @@ struct strata_nvme_store {
 	uint64_t budget;
 	strata_tier_stats st;
 	tier_fault fault;
+	nvme_hash_fn hash;      /* payload XXH3-64 (nvme_hash_best) */
 };
 
 uint64_t nvme_hdr_checksum(const nvme_rec_hdr *h);
+
+
 /* Lock held. Submit one internal op (kind SLOT_SYNC or SLOT_RAW into buf) and wait. */
 int nvme_run_raw(strata_nvme_store *s, int kind, uint8_t *buf, uint64_t offset,
 		 uint64_t bytes);

@@ -13,7 +13,8 @@
  * READ_FIXED/WRITE_FIXED skip per-I/O page pinning, or a temporary aligned buffer for
  * records past slot_bytes).
  *
- * Checksums: a write hashes the payload (XXH3-64, ~20 GB/s per core) in the submitting
+ * Checksums: a write hashes the payload (XXH3-64 on AVX2/AVX-512 where the CPU has it,
+ * 50-70 GB/s per core, see nvme_hash.c) in the submitting
  * thread, because the trailer must carry it; a read checks the trailer, then hashes the
  * payload once it is complete. A read that fails any check zeroes the caller's buffer:
  * on the zero-copy path the device's bytes land there before they are checked, so the
@@ -226,7 +227,7 @@ static int start_op(strata_nvme_store *s, strata_nvme_op *op, int *done)
 		sl->head = head;
 		sl->iov[0] = (struct iovec){ op->buf, head };
 		sl->iov[1] = (struct iovec){ sl->buf, tail };
-		uint64_t sum = XXH3_64bits(op->buf, op->len);
+		uint64_t sum = s->hash(op->buf, op->len);
 		nvme_rec_hdr hd = { .magic = NVME_REC_MAGIC, .version = NVME_VERSION,
 				    .hdr_bytes = STRATA_NVME_HEADER_BYTES, .key_lo = op->key.lo,
 				    .key_hi = op->key.hi, .length = op->len, .payload_xxh3 = sum };
@@ -286,7 +287,7 @@ fail_read:
  * staged path (head 0) the bytes are copied out only once they passed; on the zero-copy
  * path the payload's head is in the caller's buffer already, so the staged tail joins
  * it and the whole payload is hashed there (the caller zeroes it on failure). */
-static int check_read(nvme_slot *sl)
+static int check_read(const strata_nvme_store *s, nvme_slot *sl)
 {
 	strata_nvme_op *op = sl->op;
 	uint64_t staged = sl->bytes - sl->head;
@@ -300,10 +301,10 @@ static int check_read(nvme_slot *sl)
 		return STRATA_E_CHECKSUM;
 	if (sl->head) {
 		memcpy((uint8_t *)op->buf + sl->head, sl->buf, hd.length - sl->head);
-		if (XXH3_64bits(op->buf, hd.length) != hd.payload_xxh3)
+		if (s->hash(op->buf, hd.length) != hd.payload_xxh3)
 			return STRATA_E_CHECKSUM;
 	} else {
-		if (XXH3_64bits(sl->buf, hd.length) != hd.payload_xxh3)
+		if (s->hash(sl->buf, hd.length) != hd.payload_xxh3)
 			return STRATA_E_CHECKSUM;
 		if (op->buf)
 			memcpy(op->buf, sl->buf, hd.length);
@@ -391,7 +392,7 @@ static void complete(strata_nvme_store *s, int i, int res)
 		}
 	} else {
 		if (!err) {
-			err = check_read(sl);
+			err = check_read(s, sl);
 			if (err) {
 				s->st.checksum_failures++;
 				STRATA_LOG(STRATA_LOG_WARN, STRATA_SUB_TIERS,
@@ -460,7 +461,7 @@ static int wait_some(strata_nvme_store *s)
 	return wait_some_budget(s, 0, ALL);
 }
 
-#define SUBMIT_EVERY_BYTES ((uint64_t)512 << 10)
+#define SUBMIT_EVERY_BYTES ((uint64_t)2 << 20)
 
 static void submit_queued(strata_nvme_store *s)
 {
@@ -607,8 +608,9 @@ int strata_nvme_submit(strata_nvme_store *s, strata_nvme_op *const *ops, int n)
 		queued += r;
 		if (r && ops[taken]->kind == STRATA_NVME_OP_WRITE)
 			unsent += ops[taken]->len;
-		/* Hand the device what is ready every 512 KiB of payload instead of after
-		 * the whole batch: a batch of 64 1 MiB writes spends 3-6 ms hashing, time
+		/* Hand the device what is ready every 2 MiB of payload (~40 us of AVX2
+		 * hashing; each submit is a syscall and a doorbell) instead of after the
+		 * whole batch: a batch of 64 1 MiB writes spends ~1.2 ms hashing, time
 		 * in which the queue would otherwise run low. */
 		if (unsent >= SUBMIT_EVERY_BYTES) {
 			submit_queued(s);
