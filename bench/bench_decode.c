@@ -23,12 +23,14 @@
 static const char *usage =
 	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
-	"                           [--device-gib G] [--host-gib G]\n"
+	"                           [--device-gib G] [--host-gib G] [--profile]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
 	"and the device budget sets the 'requests that fit' figure (default 120 / 96).\n"
-	"--check: the three modes' outputs must be bit-identical (exit 1 otherwise).";
+	"--check: the three modes' outputs must be bit-identical (exit 1 otherwise).\n"
+	"--profile: open a profiler range around each point's last timed step (for\n"
+	"ncu --profile-from-start off: the kernels of exactly one decode step per mode).";
 
 static int parse_list(const char *s, uint64_t *out, int max)
 {
@@ -56,7 +58,8 @@ typedef struct point {
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int ctx, int batch, int hot, int uniform, point *pt)
+		     strata_ref_mode mode, int ctx, int batch, int hot, int uniform, int profile,
+		     point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	c.model = *m;
@@ -78,7 +81,15 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	if (!err)
 		strata_ref_engine_stats(e, &st0);
 	for (int s = 0; s < o->reps && !err; s++) {
-		err = strata_ref_engine_decode_step(e);
+		/* --profile: the last timed step only, for ncu --profile-from-start off */
+		int prof = profile && s == o->reps - 1;
+		if (prof)
+			err = strata_dev_profile(dev, 1);
+		err = err ? err : strata_ref_engine_decode_step(e);
+		if (prof) {
+			int e2 = strata_dev_profile(dev, 0);
+			err = err ? err : e2;
+		}
 		strata_ref_engine_stats(e, &st);
 		t[s] = (double)st.last_device_ns / 1e6;
 		tp[s] = (double)st.last_prep_ns / 1e6;
@@ -114,12 +125,16 @@ int strata_bench_decode(int argc, char **argv)
 	uint64_t ctxs[8], batches[8];
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
-	int uniform = 0, hot = 0;
+	int uniform = 0, hot = 0, profile = 0;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--uniform")) {
 			uniform = 1;
+			continue;
+		}
+		if (!strcmp(a, "--profile")) {
+			profile = 1;
 			continue;
 		}
 		if (!v) {
@@ -185,7 +200,7 @@ int strata_bench_decode(int argc, char **argv)
 					continue;
 				}
 				err = run_point(dev, &o, &m, (strata_ref_mode)mode, ctx, batch, hot, uniform,
-						&pt[mode]);
+						profile, &pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));

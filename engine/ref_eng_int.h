@@ -42,6 +42,8 @@ struct strata_ref_engine {
 	int32_t *d_pt, *d_rowreq, *d_rowlim, *d_rowbase, *d_win_idx, *d_c128_idx;
 	void *d_scratch;
 	size_t scratch_bytes;
+	void *d_attn_scratch;   /* split-over-entries attention (small batches), or NULL */
+	size_t attn_scratch_bytes;
 	float *d_stage;
 	int64_t *d_slots;
 	strata_event *ev0, *ev1, *ev_side;

@@ -158,6 +158,7 @@ void strata_ref_engine_destroy(strata_ref_engine *e)
 	strata_dev_free(e->dev, e->d_win_idx);
 	strata_dev_free(e->dev, e->d_c128_idx);
 	strata_dev_free(e->dev, e->d_scratch);
+	strata_dev_free(e->dev, e->d_attn_scratch);
 	strata_dev_free(e->dev, e->d_stage);
 	strata_dev_free(e->dev, e->d_slots);
 	strata_event_destroy(e->dev, e->ev0);
@@ -278,6 +279,18 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 					     .max_pages = e->nblk, .B = 64 };
 		e->scratch_bytes = strata_k_indexer_scratch(dev, &ip);
 		if (e->scratch_bytes && (err = dalloc(e, e->scratch_bytes, &e->d_scratch, NULL)))
+			goto fail;
+	}
+	{
+		/* Sized for the longest list attend() passes (top-k or every C128 entry,
+		 * plus the window); the size never shrinks with longer lists, so one
+		 * buffer serves every layer, and every call with these shapes splits the
+		 * same way: HiSparse and all-resident stay bit-identical. */
+		strata_attn_params ap = { .n_rows = R, .heads = e->m.n_heads,
+					  .n_idx = K > e->cap128 ? K : e->cap128, .n_win = 128 };
+		e->attn_scratch_bytes = strata_k_attn_scratch(dev, &ap);
+		if (e->attn_scratch_bytes &&
+		    (err = dalloc(e, e->attn_scratch_bytes, &e->d_attn_scratch, NULL)))
 			goto fail;
 	}
 	if ((err = strata_event_create(dev, &e->ev0)) || (err = strata_event_create(dev, &e->ev1)) ||

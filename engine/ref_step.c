@@ -242,7 +242,9 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 	strata_attn_params a = { .n_rows = R, .heads = e->m.n_heads,
 				 .scale = 0.044194173824159216f /* 512^-0.5 */, .q = L->d_q,
 				 .sink = L->d_sink, .win_pool = L->win, .win_B = 64,
-				 .win_idx = e->d_win_idx, .n_win = 128, .out = L->d_out };
+				 .win_idx = e->d_win_idx, .n_win = 128, .out = L->d_out,
+				 .scratch = e->d_attn_scratch,
+				 .scratch_bytes = e->attn_scratch_bytes };
 	int err = 0;
 	if (L->w.ratio == 4) {
 		strata_indexer_params ip = {

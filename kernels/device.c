@@ -11,6 +11,7 @@
 #include <time.h>
 
 #ifdef STRATA_HAVE_CUDA
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 static int cuda_err(cudaError_t e, const char *what, const char *file, int line)
@@ -255,6 +256,18 @@ int strata_dev_sync(strata_dev *dev)
 	if (dev->gpu)
 		return CU(cudaDeviceSynchronize());
 #endif
+	return 0;
+}
+
+int strata_dev_profile(strata_dev *dev, int on)
+{
+	if (!dev)
+		return -EINVAL;
+#ifdef STRATA_HAVE_CUDA
+	if (dev->gpu)
+		return CU(on ? cudaProfilerStart() : cudaProfilerStop());
+#endif
+	(void)on;
 	return 0;
 }
 

@@ -82,6 +82,9 @@ int strata_stream_create(strata_dev *dev, strata_stream **out);
 void strata_stream_destroy(strata_dev *dev, strata_stream *s);
 int strata_stream_sync(strata_dev *dev, strata_stream *s);
 int strata_dev_sync(strata_dev *dev); /* whole device */
+/* Opens (on != 0) or closes a profiler capture range (cudaProfilerStart/Stop; a no-op
+ * on the CPU backend), for `ncu --profile-from-start off` around chosen work. */
+int strata_dev_profile(strata_dev *dev, int on);
 
 /* Events: record on a stream, make another stream wait, time between two. */
 int strata_event_create(strata_dev *dev, strata_event **out);
