@@ -1,9 +1,10 @@
-// Hot-cache residency kernel: one CTA per rl group of a batch (the first row of each
+// Hot-cache residency and fetch kernel: one CTA per rl group of a batch (the first row of each
 // run of equal row_rl leads; the others exit). The CPU twin in hotcache_cpu.c is the
 // specification; this file does the same steps with the block's threads:
 //   lookups in parallel (a miss is owned by its lowest list position: atomicMin on a
 //   pending marker), miss ranks by a block prefix sum, victims a window of slots at a
-//   time (prefix sum over "evictable" in hand order), then the output list.
+//   time (prefix sum over "evictable" in hand order), the copy of the victims' entries
+//   from the host tier (fetch_victims), then the output list.
 // Everything an rl owns (its map row, its slots) is touched by one CTA only, so plain
 // loads and stores ordered by __syncthreads() suffice; the pending markers and the
 // shared counters (work list, errors) use atomics.
@@ -16,10 +17,19 @@ namespace {
 
 constexpr int HC_THREADS = 512;
 
+constexpr int kFetchChunk = 128; // victims whose entries are copied per round
+constexpr int kFetchR = (kFetchChunk * GATHER_PIECES + HC_THREADS - 1) / HC_THREADS;
+
+struct EntryPtrs {
+	const uint8_t *sd, *ss;
+	uint8_t *dd, *ds;
+};
+
 struct Shared {
 	int warp[32];
 	int adv;
 	int bad;
+	EntryPtrs ep[kFetchChunk];
 };
 
 // Exclusive prefix sum of v over the block; *total gets the sum. All threads call it.
@@ -62,6 +72,54 @@ __device__ int list_id(const strata_hotcache_params &p, int rl, const int32_t *r
 		return -1;
 	}
 	return id;
+}
+
+// The fetch of a row's misses, inside the residency kernel (no work list, no second
+// launch): victims t of miss[0..m_eff) now map to their slots. A round takes up to
+// kFetchChunk victims; their pointers are computed once into shared memory, then each
+// thread issues all of its 16-byte loads (zero-copy reads of the host tier, a PCIe
+// round trip each) before any store, so one round costs about one round trip.
+__device__ void fetch_victims(const strata_hotcache_params &p, int rl, const int32_t *map,
+			      const int32_t *miss, int m_eff, Shared &sh)
+{
+	const int tid = threadIdx.x;
+	for (int t0 = 0; t0 < m_eff; t0 += kFetchChunk) {
+		const int ne = min(kFetchChunk, m_eff - t0);
+		if (tid < ne) {
+			const int id = miss[t0 + tid], g = map[id];
+			uint8_t *sb = gather_block(&p.src, rl, id), *db = gather_block(&p.dst, 0, g);
+			sh.ep[tid] = EntryPtrs{ gather_data(&p.src, sb, id), gather_scale(&p.src, sb, id),
+						gather_data(&p.dst, db, g), gather_scale(&p.dst, db, g) };
+		}
+		__syncthreads();
+		const int np = ne * GATHER_PIECES;
+		uint4 v[kFetchR];
+#pragma unroll
+		for (int u = 0; u < kFetchR; u++) {
+			const int c = tid + u * HC_THREADS;
+			if (c < np) {
+				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+				if (pc < GATHER_PIECES - 1) {
+					v[u] = __ldcs(reinterpret_cast<const uint4 *>(sh.ep[e].sd + pc * 16));
+				} else {
+					uint2 x = __ldcs(reinterpret_cast<const uint2 *>(sh.ep[e].ss));
+					v[u] = make_uint4(x.x, x.y, 0u, 0u);
+				}
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < kFetchR; u++) {
+			const int c = tid + u * HC_THREADS;
+			if (c < np) {
+				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+				if (pc < GATHER_PIECES - 1)
+					*reinterpret_cast<uint4 *>(sh.ep[e].dd + pc * 16) = v[u];
+				else
+					*reinterpret_cast<uint2 *>(sh.ep[e].ds) = make_uint2(v[u].x, v[u].y);
+			}
+		}
+		__syncthreads();
+	}
 }
 
 __device__ void process_list(const strata_hotcache_params &p, int rl, int32_t *miss,
@@ -156,16 +214,6 @@ __device__ void process_list(const strata_hotcache_params &p, int rl, int32_t *m
 			p.slot_sel[g] = p.mode == STRATA_HC_STEP ? p.op : 0;
 			p.slot_ref[g] = p.mode != STRATA_HC_PREFETCH;
 			p.slot_pf[g] = p.mode == STRATA_HC_PREFETCH;
-			if (p.mode != STRATA_HC_APPEND) {
-				int w = atomicAdd(p.work_n, 1);
-				if (w < p.work_cap) {
-					p.work_id[w] = id;
-					p.work_tab[w] = rl;
-					p.work_slot[w] = g;
-				} else {
-					atomicOr(p.err, STRATA_HC_ERR_RANGE);
-				}
-			}
 		}
 		__syncthreads();
 		h += adv;
@@ -183,6 +231,8 @@ __device__ void process_list(const strata_hotcache_params &p, int rl, int32_t *m
 	for (int t = m_eff + tid; t < m; t += nt)
 		map[miss[t]] = -1;
 	__syncthreads();
+	if (p.mode != STRATA_HC_APPEND)
+		fetch_victims(p, rl, map, miss, m_eff, sh);
 
 	// 4. output
 	if (out)

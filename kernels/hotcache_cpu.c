@@ -12,10 +12,27 @@
  * The GPU kernel evaluates step 3 a window of slots at a time with a prefix sum; since
  * a window never holds a slot twice and the hand stops right after the last victim, it
  * takes the same victims in the same order, clears the same reference bits and leaves
- * the hand in the same place. Tests compare the state word for word. */
+ * the hand in the same place. Tests compare the state word for word.
+ * STEP and PREFETCH copy each victim's entry (host tier -> hot pool) as they take it;
+ * the GPU kernel copies a row's victims together once CLOCK is done with the row. */
 #include "gather_int.h"
 
 #include <errno.h>
+#include <string.h>
+
+static int space_ok(const strata_entry_space *sp)
+{
+	return (sp->base || sp->blocks) && sp->B > 0 && (!sp->blocks || sp->max_blocks > 0);
+}
+
+/* Entry id of table rl in src to entry g of dst (the fetch of one miss). */
+static void copy_entry(const strata_hotcache_params *p, int rl, int id, int g)
+{
+	uint8_t *sb = gather_block(&p->src, rl, id), *db = gather_block(&p->dst, 0, g);
+	memcpy(gather_data(&p->dst, db, g), gather_data(&p->src, sb, id), STRATA_MAIN_DATA_BYTES);
+	memcpy(gather_scale(&p->dst, db, g), gather_scale(&p->src, sb, id),
+	       STRATA_MAIN_SCALE_BYTES);
+}
 
 static int hc_ok(const strata_hotcache_params *p)
 {
@@ -27,14 +44,13 @@ static int hc_ok(const strata_hotcache_params *p)
 		return 0;
 	switch (p->mode) {
 	case STRATA_HC_STEP:
-		return p->ids && p->out && p->k > 0 && p->list_cap >= p->k && p->work_id &&
-		       p->work_tab && p->work_slot && p->work_n;
+		return p->ids && p->out && p->k > 0 && p->list_cap >= p->k &&
+		       space_ok(&p->src) && space_ok(&p->dst);
 	case STRATA_HC_APPEND:
 		return p->ids && p->out && p->k > 0 && p->list_cap >= p->k;
 	case STRATA_HC_PREFETCH:
 		return p->list_cap >= 2 * p->sel_cap + p->predict_recent && p->predict_max >= 0 &&
-		       p->predict_recent >= 0 && p->work_id && p->work_tab && p->work_slot &&
-		       p->work_n;
+		       p->predict_recent >= 0 && space_ok(&p->src) && space_ok(&p->dst);
 	}
 	return 0;
 }
@@ -111,16 +127,8 @@ static void process_list(const strata_hotcache_params *p, int rl, int32_t *miss,
 		p->slot_sel[g] = p->mode == STRATA_HC_STEP ? p->op : 0;
 		p->slot_ref[g] = p->mode != STRATA_HC_PREFETCH;
 		p->slot_pf[g] = p->mode == STRATA_HC_PREFETCH;
-		if (p->mode != STRATA_HC_APPEND) {
-			int w = (*p->work_n)++;
-			if (w < p->work_cap) {
-				p->work_id[w] = id;
-				p->work_tab[w] = rl;
-				p->work_slot[w] = g;
-			} else {
-				*p->err |= STRATA_HC_ERR_RANGE;
-			}
-		}
+		if (p->mode != STRATA_HC_APPEND)
+			copy_entry(p, rl, id, g);
 	}
 	p->hand[rl] = h;
 	for (int t = m_eff; t < m; t++)

@@ -292,7 +292,7 @@ typedef enum { STRATA_GATHER_BASELINE_EACH = 0, STRATA_GATHER_BASELINE_BATCH = 1
 int strata_bench_gather_baseline(strata_dev *dev, const strata_gather_params *p,
 				 strata_gather_baseline how, strata_stream *s);
 
-/* Hot-cache residency: one launch per call for the whole batch (prefetch/hotcache.c
+/* Hot-cache residency and fetch: one launch per call for the whole batch (prefetch/hotcache.c
  * owns the state and documents the policy). Each (request, layer) "rl" owns `budget`
  * consecutive slots of the hot pool, global slot g = rl * budget + local, which is
  * also FlashMLA's index block * B_hot + offset. Replacement is CLOCK (second chance)
@@ -348,9 +348,11 @@ typedef struct strata_hotcache_params {
 	uint64_t *counters;         /* [n_rl][STRATA_HC_NCOUNTERS] */
 	int32_t *scratch;           /* [n_rows][list_cap]: miss lists */
 	int list_cap;               /* >= k and >= 2 * sel_cap + predict_recent */
-	int32_t *work_id, *work_tab, *work_slot; /* [work_cap] gathers to do (STEP, PREFETCH) */
-	int32_t *work_n;            /* device count, zeroed by the caller before the launch */
-	int work_cap;
+	/* STEP, PREFETCH: the call itself copies every entry it brings in, entry id of
+	 * table rl in src (the host tier, read zero-copy) to entry g (the global slot) of
+	 * dst (the hot pool), before it returns: one launch, no work list, no second
+	 * kernel. Unused by APPEND (the caller writes new entries). */
+	strata_entry_space src, dst;
 	int32_t *err;               /* STRATA_HC_ERR_* bits */
 } strata_hotcache_params;
 

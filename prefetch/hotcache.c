@@ -1,11 +1,11 @@
-/* The device hot cache: state, streams and events around the residency kernel
- * (kernels/hotcache*.{c,cu}) and the gather (kernels/gather*). The policy itself is
- * documented beside its twin in kernels/hotcache_cpu.c; this file sizes and owns the
- * memory and orders the work:
+/* The device hot cache: state, streams and events around the residency-and-fetch
+ * kernel (kernels/hotcache*.{c,cu}) and the gather (kernels/gather*, for appends and
+ * write-back). The policy itself is documented beside its twin in
+ * kernels/hotcache_cpu.c; this file sizes and owns the memory and orders the work:
  *
- *   step     (stream): [wait predict, write-back] zero work count; residency STEP;
- *            gather work list host -> pool; record ev_step
- *   predict  (side):   wait ev_step; zero count; residency PREFETCH; gather; record
+ *   step     (stream): [wait predict, write-back] residency STEP, which also copies
+ *            the misses host -> pool (one launch); record ev_step
+ *   predict  (side):   wait ev_step; residency PREFETCH (copies included); record
  *            ev_predict
  *   append   (stream): [wait write-back] encode into staging; residency APPEND; copy
  *            staging -> slots; record ev_append. (side): wait ev_append; staging ->
@@ -35,8 +35,6 @@ struct strata_hotcache {
 	uint32_t *slot_op, *slot_sel, *slot_ref, *slot_pf, *last_step, *claim;
 	uint64_t *counters;
 	int32_t *scratch, *scratch_pf;
-	int32_t *work_id, *work_tab, *work_slot, *work_n;
-	int32_t *pfw_id, *pfw_tab, *pfw_slot, *pfw_n;
 	int32_t *app_out;
 	uint8_t **host_blocks; /* device [n_rl][max_blocks] */
 
@@ -78,16 +76,6 @@ static void layout(strata_hotcache *hc, uint8_t *m, size_t *off)
 	size_t srows = (size_t)(c->max_rows > c->max_append ? c->max_rows : c->max_append);
 	hc->scratch = carve(m, off, srows * hc->list_cap * 4);
 	hc->scratch_pf = carve(m, off, (size_t)c->max_rows * hc->list_cap * 4);
-	size_t wcap = (size_t)c->max_rows * c->topk;
-	hc->work_id = carve(m, off, wcap * 4);
-	hc->work_tab = carve(m, off, wcap * 4);
-	hc->work_slot = carve(m, off, wcap * 4);
-	hc->work_n = carve(m, off, 4);
-	size_t pcap = (size_t)c->max_rows * c->predict_max;
-	hc->pfw_id = carve(m, off, pcap * 4 + 4);
-	hc->pfw_tab = carve(m, off, pcap * 4 + 4);
-	hc->pfw_slot = carve(m, off, pcap * 4 + 4);
-	hc->pfw_n = carve(m, off, 4);
 	hc->app_out = carve(m, off, (size_t)c->max_append * 4);
 	hc->host_blocks = carve(m, off, nrl * (size_t)hc->max_blocks * sizeof(uint8_t *));
 }
@@ -352,8 +340,6 @@ int strata_hotcache_step(strata_hotcache *hc, const strata_hotcache_batch *b, st
 		err = strata_stream_wait_event(d, s, hc->ev_predict);
 	if (!err && hc->written)
 		err = strata_stream_wait_event(d, s, hc->ev_wb);
-	if (!err)
-		err = strata_dev_memset(d, hc->work_n, 0, 4, s);
 	if (err)
 		return err;
 	strata_hotcache_params p;
@@ -364,23 +350,9 @@ int strata_hotcache_step(strata_hotcache *hc, const strata_hotcache_batch *b, st
 	p.row_rl = b->row_rl;
 	p.out = b->out;
 	p.scratch = hc->scratch;
-	p.work_id = hc->work_id;
-	p.work_tab = hc->work_tab;
-	p.work_slot = hc->work_slot;
-	p.work_n = hc->work_n;
-	p.work_cap = hc->c.max_rows * hc->c.topk;
-	err = strata_k_hotcache(d, &p, s);
-	if (err)
-		return err;
-	strata_gather_params g = { 0 };
-	g.n = b->rows * b->k;
-	g.n_dev = hc->work_n;
-	g.src_ids = hc->work_id;
-	g.src_tab = hc->work_tab;
-	g.src = host_space(hc);
-	g.dst_ids = hc->work_slot;
-	g.dst = pool_space(hc, hc->pool);
-	err = strata_k_gather(d, &g, s);
+	p.src = host_space(hc);
+	p.dst = pool_space(hc, hc->pool);
+	err = strata_k_hotcache(d, &p, s); /* lookups, victims and the misses' copies */
 	if (!err)
 		err = strata_event_record(d, hc->ev_step, s);
 	if (!err)
@@ -398,8 +370,6 @@ int strata_hotcache_predict(strata_hotcache *hc, int n, const int32_t *rl, strat
 	int err = 0;
 	if (hc->stepped)
 		err = strata_stream_wait_event(d, side, hc->ev_step);
-	if (!err)
-		err = strata_dev_memset(d, hc->pfw_n, 0, 4, side);
 	if (err)
 		return err;
 	strata_hotcache_params p;
@@ -408,23 +378,9 @@ int strata_hotcache_predict(strata_hotcache *hc, int n, const int32_t *rl, strat
 	p.k = 0;
 	p.row_rl = rl;
 	p.scratch = hc->scratch_pf;
-	p.work_id = hc->pfw_id;
-	p.work_tab = hc->pfw_tab;
-	p.work_slot = hc->pfw_slot;
-	p.work_n = hc->pfw_n;
-	p.work_cap = hc->c.max_rows * hc->c.predict_max;
+	p.src = host_space(hc);
+	p.dst = pool_space(hc, hc->pool);
 	err = strata_k_hotcache(d, &p, side);
-	if (err)
-		return err;
-	strata_gather_params g = { 0 };
-	g.n = p.work_cap;
-	g.n_dev = hc->pfw_n;
-	g.src_ids = hc->pfw_id;
-	g.src_tab = hc->pfw_tab;
-	g.src = host_space(hc);
-	g.dst_ids = hc->pfw_slot;
-	g.dst = pool_space(hc, hc->pool);
-	err = strata_k_gather(d, &g, side);
 	if (!err)
 		err = strata_event_record(d, hc->ev_predict, side);
 	if (!err)
