@@ -17,7 +17,7 @@ namespace {
 
 constexpr int HC_THREADS = 512;
 
-constexpr int kFetchChunk = 128; // victims whose entries are copied per round
+constexpr int kFetchChunk = 64;  // victims whose entries are copied per round
 constexpr int kFetchR = (kFetchChunk * GATHER_PIECES + HC_THREADS - 1) / HC_THREADS;
 
 struct EntryPtrs {
@@ -25,11 +25,15 @@ struct EntryPtrs {
 	uint8_t *dd, *ds;
 };
 
+constexpr int kPer = 2;    // list positions a thread keeps in registers (k <= 2 x 512)
+constexpr int kVic = 512;  // victims whose (id, slot) CLOCK hands the fetch in shared memory
+
 struct Shared {
 	int warp[32];
 	int adv;
 	int bad;
 	EntryPtrs ep[kFetchChunk];
+	int32_t vid[kVic], vg[kVic];
 };
 
 // Exclusive prefix sum of v over the block; *total gets the sum. All threads call it.
@@ -86,7 +90,8 @@ __device__ void fetch_victims(const strata_hotcache_params &p, int rl, const int
 	for (int t0 = 0; t0 < m_eff; t0 += kFetchChunk) {
 		const int ne = min(kFetchChunk, m_eff - t0);
 		if (tid < ne) {
-			const int id = miss[t0 + tid], g = map[id];
+			const int t = t0 + tid;
+			const int id = t < kVic ? sh.vid[t] : miss[t], g = t < kVic ? sh.vg[t] : map[id];
 			uint8_t *sb = gather_block(&p.src, rl, id), *db = gather_block(&p.dst, 0, g);
 			sh.ep[tid] = EntryPtrs{ gather_data(&p.src, sb, id), gather_scale(&p.src, sb, id),
 						gather_data(&p.dst, db, g), gather_scale(&p.dst, db, g) };
@@ -129,19 +134,24 @@ __device__ void process_list(const strata_hotcache_params &p, int rl, int32_t *m
 	const int base = rl * p.budget, tid = threadIdx.x, nt = blockDim.x;
 	int my_valid = 0, my_pf = 0, total;
 
-	// 1. lookups
-	for (int j = tid; j < L; j += nt) {
-		int id = list_id(p, rl, row, n_last, j);
+	// 1. lookups. The first kPer positions of each thread keep their id and the map
+	// value seen here in registers: a hit's slot cannot change during this call (it
+	// is claimed, so protected), which spares phases 2 and 4 a reload per position.
+	auto lookup = [&](int j, int &id_out, int &v_out) {
+		const int id = list_id(p, rl, row, n_last, j);
+		id_out = id;
+		v_out = -1;
 		if (id < 0)
-			continue;
+			return;
 		my_valid++;
-		int v = map[id];
+		const int v = map[id];
+		v_out = v;
 		if (v >= 0) {
 			p.slot_op[v] = p.op;
 			if (p.mode == STRATA_HC_STEP) {
 				p.slot_sel[v] = p.op;
 				p.slot_ref[v] = 1;
-				if (atomicExch(&p.slot_pf[v], 0u))
+				if (p.slot_pf[v] && atomicExch(&p.slot_pf[v], 0u))
 					my_pf++;
 			} else if (p.mode == STRATA_HC_APPEND) {
 				p.slot_ref[v] = 1;
@@ -149,15 +159,38 @@ __device__ void process_list(const strata_hotcache_params &p, int rl, int32_t *m
 		} else {
 			atomicMin(&map[id], HC_PENDING(j));
 		}
+	};
+	int cid[kPer], cv[kPer];
+#pragma unroll
+	for (int u = 0; u < kPer; u++) {
+		cid[u] = -1;
+		cv[u] = -1;
+		if (tid + u * nt < L)
+			lookup(tid + u * nt, cid[u], cv[u]);
+	}
+	for (int j = tid + kPer * nt; j < L; j += nt) {
+		int id, v;
+		lookup(j, id, v);
 	}
 	__syncthreads();
 	int n_valid, pf_used;
 	(void)block_scan(my_valid, &n_valid, sh);
 	(void)block_scan(my_pf, &pf_used, sh);
 
-	// 2. misses in position order
+	// 2. misses in position order (a position that hit is never a miss's owner)
 	int m = 0;
-	for (int j0 = 0; j0 < L; j0 += nt) {
+#pragma unroll
+	for (int u = 0; u < kPer; u++) {
+		if (u * nt < L) { /* block-uniform */
+			const int j = u * nt + tid, id = cid[u];
+			const int own = j < L && id >= 0 && cv[u] < 0 && map[id] == HC_PENDING(j);
+			int r = block_scan(own, &total, sh);
+			if (own)
+				miss[m + r] = id;
+			m += total;
+		}
+	}
+	for (int j0 = kPer * nt; j0 < L; j0 += nt) {
 		int j = j0 + tid, own = 0, id = -1;
 		if (j < L) {
 			id = list_id(p, rl, row, n_last, j);
@@ -206,6 +239,10 @@ __device__ void process_list(const strata_hotcache_params &p, int rl, int32_t *m
 			p.slot_ref[g] = 0;
 		if (victim) {
 			int id = miss[taken + r], old = p.owner[g];
+			if (taken + r < kVic) {
+				sh.vid[taken + r] = id;
+				sh.vg[taken + r] = g;
+			}
 			if (old >= 0)
 				map[old] = -1;
 			p.owner[g] = id;
@@ -235,12 +272,22 @@ __device__ void process_list(const strata_hotcache_params &p, int rl, int32_t *m
 		fetch_victims(p, rl, map, miss, m_eff, sh);
 
 	// 4. output
-	if (out)
-		for (int j = tid; j < L; j += nt) {
+	if (out) {
+#pragma unroll
+		for (int u = 0; u < kPer; u++) {
+			const int j = tid + u * nt;
+			if (j < L) {
+				const int id = cid[u];
+				const int v = cv[u] >= 0 ? cv[u] : id >= 0 ? map[id] : -1;
+				out[j] = v >= 0 ? v : -1;
+			}
+		}
+		for (int j = tid + kPer * nt; j < L; j += nt) {
 			int id = list_id(p, rl, row, n_last, j);
 			int v = id >= 0 ? map[id] : -1;
 			out[j] = v >= 0 ? v : -1;
 		}
+	}
 	if (tid == 0) {
 		uint64_t *c = p.counters + (size_t)rl * STRATA_HC_NCOUNTERS;
 		if (p.mode == STRATA_HC_STEP) {

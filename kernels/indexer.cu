@@ -40,6 +40,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -51,6 +52,8 @@ constexpr int kQStride = 136; /* bf16 per query head row in smem: +16 B keeps ld
 
 struct Args {
 	int heads, mt, topk, max_limit, max_pages, B, b_shift, lim_cap;
+	int page32; /* B % 32 == 0: a warp's 32-aligned run of 32 keys sits in one page */
+	size_t page_bytes;
 	const uint16_t *q;
 	const float *w;
 	const int32_t *req_rows, *row_limit, *page_table;
@@ -181,8 +184,9 @@ __device__ __forceinline__ void convert(const Raw<FMT> &r, uint32_t (&b)[16])
 	}
 }
 
+/* v1 scan (STRATA_INDEXER_V1=1): kept to compare against v2 below. */
 template <int FMT, int R>
-__global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
+__global__ void __launch_bounds__(kThreads) scan_kernel_v1(Args a)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	constexpr int EB = FMT == STRATA_INDEX_MXFP4 ? STRATA_INDEX_MXFP4_BYTES : STRATA_INDEX_FP8_BYTES;
@@ -368,6 +372,295 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(Args a)
 	}
 }
 
+/* ---- scan v2 ---------------------------------------------------------------------------
+ * The same products and the same per-key result as v1 up to fp32 summation order, with
+ * fewer instructions per key and fewer registers (4 CTAs per SM instead of 3):
+ *  - one page-table lookup per warp and step when B % 32 == 0 (a warp's 32 keys start
+ *    32-aligned, so they sit in one page), the general path otherwise;
+ *  - FP8's per-key scale is fetched with the key bytes, one step ahead, not after the
+ *    multiply;
+ *  - the first k-step's mma starts from a zero accumulator operand (no zeroing);
+ *  - the m-tile loop is unrolled for 64 heads (MTC = 4), so independent mma chains of
+ *    adjacent m-tiles overlap;
+ *  - ReLU and head weights as two fused multiply-adds per pair of values;
+ *  - the sum over the 8 lanes that share a key quarter is a reduce-scatter (7 shuffles
+ *    and 7 adds instead of 24 and 24): lane g ends with value g, i.e. key
+ *    8 (g >> 1) + 2c + (g & 1). Every key's sum has the same shape wherever it sits in
+ *    the warp (an xor butterfly, and fp32 addition commutes), so equal keys still get
+ *    bit-equal scores and exact ties stay exact;
+ *  - the query is staged with 4-byte shared stores of bf16 pairs (the permutation puts
+ *    dims t and t+4 (MXFP4) or t and t+2 (FP8) of an 8-dim vector side by side). */
+
+/* Logical position of the bf16 pair word j (0..3) of the 8-dim query vector starting
+ * at dim d0 (a multiple of 8), and the vector elements in its low and high halves.
+ * Equal to idx_kl_of_dim for both halves (checked against it when writing this). */
+template <int FMT>
+__device__ __forceinline__ int q_pair_kl(int d0, int j, int *lo, int *hi)
+{
+	const int c = d0 >> 5, rem0 = d0 & 31;
+	if constexpr (FMT == STRATA_INDEX_MXFP4) {
+		*lo = j;
+		*hi = j + 4;
+		return 32 * (rem0 >> 3) + 16 * (j >> 1) + 8 * (j & 1) + 2 * c;
+	} else {
+		const int b = j >> 1, odd = j & 1;
+		*lo = 4 * b + odd;
+		*hi = 4 * b + odd + 2;
+		return 16 * ((rem0 >> 2) + b) + 8 * odd + 2 * c;
+	}
+}
+
+__device__ __forceinline__ void mma_bf16_zc(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+					    uint32_t b1)
+{
+	const float z = 0.0f;
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+	    : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
+}
+
+/* Loads the raw bytes of the warp's 32 keys kb.. (lane: key kb + 8 nt + g, quarter c)
+ * and, for FP8, the scale of the key the lane scores in the epilogue (kb + ekey). */
+template <int FMT>
+__device__ __forceinline__ void load_step(const Args &a, const int32_t *pt, int kb, int maxlim,
+					  int g, int c, int ekey, Raw<FMT> (&r)[4], float &ks)
+{
+	constexpr int EB = FMT == STRATA_INDEX_MXFP4 ? STRATA_INDEX_MXFP4_BYTES : STRATA_INDEX_FP8_BYTES;
+	ks = 0.0f;
+	if (kb >= maxlim) { /* a warp past the end (its page may not exist) */
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+			r[nt] = Raw<FMT>{};
+		return;
+	}
+	if (a.page32) { /* warp-uniform */
+		const int pi = a.b_shift >= 0 ? kb >> a.b_shift : kb / a.B;
+		const int off0 = kb - pi * a.B;
+		const uint8_t *base = a.pages + (size_t)__ldg(pt + pi) * a.page_bytes;
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++) {
+			const int d = nt * 8 + g, off = off0 + d;
+			if (kb + d >= maxlim) {
+				r[nt] = Raw<FMT>{};
+			} else if constexpr (FMT == STRATA_INDEX_MXFP4) {
+				r[nt].v = __ldg(reinterpret_cast<const uint4 *>(base + (size_t)off * 64 + 16 * c));
+				r[nt].sb = __ldg(base + (size_t)a.B * 64 + (size_t)off * 4 + c);
+			} else {
+				const uint4 *p = reinterpret_cast<const uint4 *>(base + (size_t)off * 128 + 32 * c);
+				r[nt].v0 = __ldg(p);
+				r[nt].v1 = __ldg(p + 1);
+			}
+		}
+		if constexpr (FMT == STRATA_INDEX_FP8)
+			ks = kb + ekey < maxlim ? __ldg(reinterpret_cast<const float *>(
+							  base + (size_t)a.B * 128 + (size_t)(off0 + ekey) * 4))
+						: 0.0f;
+	} else {
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+			load_raw<FMT>(a, pt, kb + nt * 8 + g, maxlim, c, r[nt]);
+		if constexpr (FMT == STRATA_INDEX_FP8) {
+			if (kb + ekey < maxlim) {
+				int off;
+				const uint8_t *base = key_page<EB>(a, pt, kb + ekey, &off);
+				ks = __ldg(reinterpret_cast<const float *>(base + (size_t)a.B * 128 +
+									     (size_t)off * 4));
+			}
+		}
+	}
+}
+
+/* Registers: MXFP4 with one row fits 128 (4 CTAs per SM) without spilling; FP8's raw
+ * prefetch is twice MXFP4's, and more rows need more, so those take 3 CTAs per SM. */
+template <int FMT, int R> constexpr int scan_min_ctas()
+{
+	return FMT == STRATA_INDEX_MXFP4 && R == 1 ? 4 : 3;
+}
+
+/* R query rows of one request, MTC m-tiles of 16 heads (0: a.mt, not unrolled). */
+template <int FMT, int R, int MTC>
+__global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kernel_v2(Args a)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	const int MT = MTC > 0 ? MTC : a.mt, MH = MT * 16;
+	const int qelems = MH * kQStride;
+	uint16_t *qs = reinterpret_cast<uint16_t *>(smem);                 /* [R][MH][kQStride] */
+	float *ws = reinterpret_cast<float *>(smem + (size_t)R * qelems * 2); /* [R][MH] */
+	uint32_t *hs = reinterpret_cast<uint32_t *>(ws + R * MH);          /* [R][IDX_BINS] */
+
+	const int req = blockIdx.y;
+	const int r0 = a.req_rows[req];
+	int nr = a.req_rows[req + 1] - r0;
+	nr = nr < 0 ? 0 : (nr > R ? R : nr);
+	int lim[R];
+	int maxlim = 0;
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		lim[i] = 0;
+		if (i < nr) {
+			int L = row_lim(a, r0 + i);
+			lim[i] = L > a.topk ? L : 0; /* rows with limit <= k are not scored */
+		}
+		maxlim = lim[i] > maxlim ? lim[i] : maxlim;
+	}
+	const int kstride = (int)gridDim.x * kUnit;
+	if ((int)blockIdx.x * kUnit >= maxlim)
+		return; /* whole CTA */
+
+	const int tid = threadIdx.x;
+	const bool qvec = ((uintptr_t)a.q & 15) == 0;
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		if (!lim[i])
+			continue;
+		const uint16_t *qg = a.q + (size_t)(r0 + i) * a.heads * IDX_DIM;
+		const int nv = MH * (IDX_DIM / 8); /* 8 dims per vector */
+		for (int v0 = tid; v0 < nv; v0 += 4 * kThreads) {
+			uint4 x[4];
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int v = v0 + u * kThreads, h = v >> 4, d0 = (v & 15) * 8;
+				x[u] = make_uint4(0, 0, 0, 0);
+				if (v < nv && h < a.heads) {
+					const uint16_t *src = qg + (size_t)h * IDX_DIM + d0;
+					if (qvec) {
+						x[u] = __ldg(reinterpret_cast<const uint4 *>(src));
+					} else {
+						uint16_t t[8];
+#pragma unroll
+						for (int e = 0; e < 8; e++)
+							t[e] = src[e];
+						memcpy(&x[u], t, 16);
+					}
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int v = v0 + u * kThreads, h = v >> 4, d0 = (v & 15) * 8;
+				if (v < nv) {
+					uint16_t t[8];
+					memcpy(t, &x[u], 16);
+					uint32_t *row = reinterpret_cast<uint32_t *>(qs + i * qelems + h * kQStride);
+#pragma unroll
+					for (int j = 0; j < 4; j++) {
+						int lo, hi;
+						const int kl = q_pair_kl<FMT>(d0, j, &lo, &hi);
+						row[kl >> 1] = (uint32_t)t[lo] | ((uint32_t)t[hi] << 16);
+					}
+				}
+			}
+		}
+		for (int h = tid; h < MH; h += kThreads)
+			ws[i * MH + h] = h < a.heads ? a.w[(size_t)(r0 + i) * a.heads + h] : 0.0f;
+		for (int b = tid; b < IDX_BINS; b += kThreads)
+			hs[i * IDX_BINS + b] = 0;
+	}
+	__syncthreads();
+
+	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
+	const uint32_t qs_base = (uint32_t)__cvta_generic_to_shared(qs);
+	const int mat = lane >> 3;
+	const uint32_t lds_off = (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
+	const int ekey = (g >> 1) * 8 + 2 * c + (g & 1); /* the key this lane ends with */
+	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
+
+	Raw<FMT> raw[4];
+	float ks = 0.0f;
+	int kb = (int)blockIdx.x * kUnit + warp * 32;
+	load_step<FMT>(a, pt, kb, maxlim, g, c, ekey, raw, ks);
+
+	for (; kb < maxlim; kb += kstride) { /* warp-uniform */
+		uint32_t bf[4][16];
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+			convert<FMT>(raw[nt], bf[nt]);
+		const float kscale = ks;
+		if (kb + kstride < maxlim)
+			load_step<FMT>(a, pt, kb + kstride, maxlim, g, c, ekey, raw, ks);
+#pragma unroll
+		for (int i = 0; i < R; i++) {
+			if (kb >= lim[i])
+				continue;
+			/* part[2 nt + h]: this lane's heads' share of key 8 nt + 2c + h */
+			float part[8];
+			const uint32_t qa = qs_base + (uint32_t)(i * qelems * 2) + lds_off;
+			const float *wr = ws + i * MH + g;
+			auto mtile = [&](int m, bool first) {
+				float acc[4][4];
+				uint32_t af[4];
+				const uint32_t qm = qa + (uint32_t)(m * 16 * kQStride * 2);
+				ldsm_x4(af, qm);
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+					mma_bf16_zc(acc[nt], af, bf[nt][0], bf[nt][1]);
+#pragma unroll
+				for (int s = 1; s < 8; s++) {
+					ldsm_x4(af, qm + (uint32_t)(s * 32));
+#pragma unroll
+					for (int nt = 0; nt < 4; nt++)
+						mma_bf16(acc[nt], af, bf[nt][2 * s], bf[nt][2 * s + 1]);
+				}
+				/* acc[nt]: c0,c1 = head 16m+g, keys 2c,2c+1; c2,c3 = head 16m+g+8 */
+				const float wlo = wr[m * 16], whi = wr[m * 16 + 8];
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						const float lo = fmaxf(acc[nt][h], 0.0f), hi = fmaxf(acc[nt][2 + h], 0.0f);
+						float p = first ? wlo * lo : fmaf(wlo, lo, part[2 * nt + h]);
+						part[2 * nt + h] = fmaf(whi, hi, p);
+					}
+			};
+			if constexpr (MTC > 0) {
+#pragma unroll
+				for (int m = 0; m < MTC; m++)
+					mtile(m, m == 0);
+			} else {
+				mtile(0, true);
+#pragma unroll 1
+				for (int m = 1; m < MT; m++)
+					mtile(m, false);
+			}
+			/* reduce-scatter over g (lane bits 4, 3, 2 = g bits 2, 1, 0) */
+			float y[4], z[2];
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				const float snd = b2 ? part[j] : part[j + 4], kp = b2 ? part[j + 4] : part[j];
+				y[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 16);
+			}
+#pragma unroll
+			for (int j = 0; j < 2; j++) {
+				const float snd = b1 ? y[j] : y[j + 2], kp = b1 ? y[j + 2] : y[j];
+				z[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 8);
+			}
+			const float snd = b0 ? z[0] : z[1], kp = b0 ? z[1] : z[0];
+			float sc = kp + __shfl_xor_sync(0xffffffffu, snd, 4);
+			const int key = kb + ekey;
+			if (key < lim[i]) {
+				if constexpr (FMT == STRATA_INDEX_FP8)
+					sc *= kscale;
+				sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
+				a.scores[(size_t)(r0 + i) * a.sstride + key] = sc;
+				atomicAdd(&hs[i * IDX_BINS + bucket_of(sc)], 1u);
+			}
+		}
+	}
+	__syncthreads();
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		if (!lim[i])
+			continue;
+		uint32_t *gh = a.hist + (size_t)(r0 + i) * IDX_BINS;
+		for (int b = tid; b < IDX_BINS; b += kThreads) {
+			uint32_t v = hs[i * IDX_BINS + b];
+			if (v)
+				atomicAdd(&gh[b], v);
+		}
+	}
+}
+
 /* ---- filter + select ------------------------------------------------------------------
  * Selection is exact for any monotone bucketing, so it runs on two levels: b1 =
  * bucket_of (2048 bins, counted by the scan) and, inside the threshold bucket b*, b2 =
@@ -378,6 +671,7 @@ constexpr int kFThreads = 512;
 constexpr int kFPer = 4;                     /* scores per filter thread */
 constexpr int kFChunk = kFThreads * kFPer;   /* scores per filter CTA */
 constexpr int kCC = 2048;                    /* bin (b*, b2*) keys resolved in shared memory */
+constexpr int kRankMax = 64;                 /* up to this many of them: select by rank */
 static_assert(kCC * 8 <= IDX_BINS2 * 4, "cc shares the bin-2 histogram's space");
 static_assert(IDX_BINS % kFThreads == 0 && IDX_BINS2 % kFThreads == 0, "bins per thread");
 typedef cub::BlockScan<uint32_t, kFThreads> FScan;
@@ -555,20 +849,104 @@ __device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *pre
 	*mask_out = mask;
 }
 
+/* Sorts the row's selected ids (sm.ids[0..k), INT_MAX where unfilled) ascending and
+ * writes them, -1 padded, with their scores. A counting sort on the ids' top 11 bits
+ * (2048 buckets, positions by a block scan) then, inside each bucket, rank by counting
+ * the bucket's smaller ids: a few barriers instead of a bitonic network's 45, and a
+ * bucket spans at most max(1, L / 2048) ids, which bounds the counting loop. */
+__device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::TempStorage &tmp)
+{
+	constexpr int NB = 2048, PER = STRATA_INDEXER_MAX_TOPK / kFThreads;
+	static_assert(NB * 8 <= (int)sizeof(sm.u), "bucket starts and ids share sm.u");
+	static_assert(NB == kFThreads * 4, "4 buckets per thread");
+	const int k = a.topk, tid = threadIdx.x;
+	uint32_t *cnt = reinterpret_cast<uint32_t *>(&sm.u); /* [NB] counts, then starts */
+	int32_t *by = reinterpret_cast<int32_t *>(cnt + NB); /* [<= k] ids grouped by bucket */
+	const int nbits = 32 - __clz(L - 1);                  /* L >= 2 here */
+	const int shift = nbits > 11 ? nbits - 11 : 0;
+	for (int b = tid; b < NB; b += kFThreads)
+		cnt[b] = 0;
+	__syncthreads();
+	int32_t id[PER];
+	uint32_t bk[PER], pos[PER];
+#pragma unroll
+	for (int j = 0; j < PER; j++) {
+		const int i = tid + j * kFThreads;
+		id[j] = i < k ? sm.ids[i] : -1;
+		if (id[j] >= 0 && id[j] < L) {
+			bk[j] = (uint32_t)id[j] >> shift;
+			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
+		} else {
+			id[j] = -1;
+		}
+	}
+	__syncthreads();
+	uint32_t c4[4], sum = 0, off, total;
+#pragma unroll
+	for (int q = 0; q < 4; q++) {
+		c4[q] = cnt[4 * tid + q];
+		sum += c4[q];
+	}
+	FScan(tmp).ExclusiveSum(sum, off, total);
+#pragma unroll
+	for (int q = 0; q < 4; q++) {
+		cnt[4 * tid + q] = off;
+		off += c4[q];
+	}
+	__syncthreads();
+#pragma unroll
+	for (int j = 0; j < PER; j++)
+		if (id[j] >= 0)
+			by[cnt[bk[j]] + pos[j]] = id[j];
+	__syncthreads();
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+#pragma unroll
+	for (int j = 0; j < PER; j++) {
+		if (id[j] < 0)
+			continue;
+		const uint32_t s0 = cnt[bk[j]], s1 = bk[j] + 1 < (uint32_t)NB ? cnt[bk[j] + 1] : total;
+		uint32_t at = s0;
+		for (uint32_t q = s0; q < s1; q++)
+			at += by[q] < id[j];
+		oid[at] = id[j];
+		if (osc)
+			osc[at] = __ldcg(sc + id[j]);
+	}
+	for (int i = (int)total + tid; i < k; i += kFThreads) {
+		oid[i] = -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
+}
+
+/* Candidate keys held in registers per select thread: lists up to kReg * kFThreads
+ * long are read once, before the second-level cut is known (their latency overlaps
+ * it), and classified from registers. */
+constexpr int kReg = 4;
+
 /* Selects row `row` (limit L > k) given its first-level cut (b*, above1) and writes the
  * ids in ascending order. Needs the filter's outputs (sel, cand, hist2) complete. */
 __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32_t above1,
 			   SelSmem &sm, FScan::TempStorage &tmp)
 {
 	const int k = a.topk, tid = threadIdx.x;
-	int P = 1;
-	while (P < k)
-		P <<= 1;
 	uint32_t base;
 	int shift;
 	sub_bounds(bstar, &base, &shift);
-	for (int i = tid; i < P; i += blockDim.x)
-		sm.ids[i] = INT_MAX;
+	/* loads that do not depend on the second-level cut go first */
+	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
+	const unsigned long long *cl = a.cand + (size_t)row * a.cap;
+	const uint32_t pre = a.cap < (size_t)kReg * kFThreads ? (uint32_t)a.cap : kReg * kFThreads;
+	unsigned long long ck[kReg];
+#pragma unroll
+	for (int j = 0; j < kReg; j++) {
+		const uint32_t i = tid + j * kFThreads;
+		ck[j] = i < pre ? __ldcg(cl + i) : 0ull;
+	}
+	for (int i = tid; i < k; i += kFThreads)
+		sm.ids[i] = i < (int)above1 ? __ldcg(a.sel + (size_t)row * k + i) : INT_MAX;
 	if (tid == 0)
 		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
 	__syncthreads();
@@ -577,14 +955,11 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 	__syncthreads();
 	const int b2s = sm.bin;
 	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
-	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
 	const int need = k - (int)above1 - (int)above2;
 
-	/* the selected ids above b*, then bin-2 winners and bin (b*, b2*) into shared memory */
-	for (int i = tid; i < (int)above1 && i < k; i += blockDim.x)
-		sm.ids[i] = __ldcg(a.sel + (size_t)row * k + i);
+	/* bin-2 winners and bin (b*, b2*) into shared memory */
 	if (b2s >= 0) {
-		for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
+		auto classify = [&](unsigned long long key) {
 			uint32_t b2 = sub_of((uint32_t)(key >> 32), base, shift);
 			if (b2 > (uint32_t)b2s) {
 				uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
@@ -595,13 +970,37 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 				if (c < (uint32_t)kCC)
 					sm.u.cc[c] = key;
 			}
-		});
+		};
+		if (nc <= pre) {
+#pragma unroll
+			for (int j = 0; j < kReg; j++)
+				if (tid + j * kFThreads < nc)
+					classify(ck[j]);
+		} else {
+			for_each_cand(a, row, L, bstar, nc, classify);
+		}
 	}
 	__syncthreads();
 	const uint32_t nC = sm.n_c;
+	auto take = [&](unsigned long long key) {
+		uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
+		if (at < (uint32_t)k)
+			sm.ids[at] = id_of(key);
+	};
 	if (b2s >= 0 && need > 0 && nC > 0) {
 		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
-		if (nC <= (uint32_t)kCC) {
+		if (nC <= (uint32_t)kRankMax) {
+			/* the usual case, a handful of keys: rank each among them (keys are unique) */
+			if (tid < (int)nC) {
+				const unsigned long long key = sm.u.cc[tid];
+				uint32_t rank = 0;
+				if ((uint32_t)need < nC)
+					for (uint32_t j = 0; j < nC; j++)
+						rank += sm.u.cc[j] > key;
+				if (rank < (uint32_t)need)
+					take(key);
+			}
+		} else if (nC <= (uint32_t)kCC) {
 			auto each = [&](auto f) {
 				for (uint32_t i = tid; i < nC; i += blockDim.x)
 					f(sm.u.cc[i]);
@@ -609,11 +1008,8 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 			if ((uint32_t)need < nC)
 				radix_cut(each, need, sm, &prefix, &mask);
 			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix) {
-					uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
-					if (at < (uint32_t)k)
-						sm.ids[at] = id_of(key);
-				}
+				if ((key & mask) >= prefix)
+					take(key);
 			});
 		} else { /* a crowded bin (many equal scores): straight from global memory */
 			auto each = [&](auto f) {
@@ -625,41 +1021,29 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 			if ((uint32_t)need < nC)
 				radix_cut(each, need, sm, &prefix, &mask);
 			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix) {
-					uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
-					if (at < (uint32_t)k)
-						sm.ids[at] = id_of(key);
-				}
+				if ((key & mask) >= prefix)
+					take(key);
 			});
 		}
 	}
 	__syncthreads();
-	/* bitonic sort, ascending ids (INT_MAX padding sorts last and becomes -1) */
-	for (int size = 2; size <= P; size <<= 1)
-		for (int stride = size >> 1; stride > 0; stride >>= 1) {
-			for (int i = tid; i < P; i += blockDim.x) {
-				int j = i ^ stride;
-				if (j > i) {
-					int32_t x = sm.ids[i], y = sm.ids[j];
-					bool up = (i & size) == 0;
-					if ((x > y) == up) {
-						sm.ids[i] = y;
-						sm.ids[j] = x;
-					}
-				}
-			}
-			__syncthreads();
-		}
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	for (int i = tid; i < k; i += blockDim.x) {
-		int32_t id = sm.ids[i];
-		bool ok = id >= 0 && id < L;
-		oid[i] = ok ? id : -1;
-		if (osc)
-			osc[i] = ok ? __ldcg(sc + id) : 0.0f;
-	}
+	sort_emit(a, row, L, sm, tmp);
+}
+
+/* Clears what the row used of the counters (hist, hist2, count) once nothing reads
+ * them any more, so the scratch is zero at rest for the next call. */
+__device__ void clear_row(const Args &a, int row)
+{
+	__syncthreads();
+	uint4 *h = reinterpret_cast<uint4 *>(a.hist + (size_t)row * IDX_BINS);
+	uint4 *h2 = reinterpret_cast<uint4 *>(a.hist2 + (size_t)row * IDX_BINS2);
+	const uint4 z = make_uint4(0, 0, 0, 0);
+	for (int i = threadIdx.x; i < IDX_BINS / 4; i += blockDim.x)
+		h[i] = z;
+	for (int i = threadIdx.x; i < IDX_BINS2 / 4; i += blockDim.x)
+		h2[i] = z;
+	if (threadIdx.x < IDX_CNT)
+		a.count[(size_t)row * IDX_CNT + threadIdx.x] = 0;
 }
 
 /* First-level cut of a row from the scan's histogram; false when there is none (an
@@ -680,10 +1064,20 @@ __device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
 	return b >= 0;
 }
 
+__device__ __forceinline__ void load_chunk(const float *sc, int start, int L, float (&s)[kFPer])
+{
+#pragma unroll
+	for (int u = 0; u < kFPer; u++) {
+		const int j = start + u * kFThreads + (int)threadIdx.x;
+		s[u] = j < L ? sc[j] : 0.0f;
+	}
+}
+
 /* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
- * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row, and
- * CTA 0 of rows with limit <= k writes them; else select_kernel does both. */
+ * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row and
+ * clears its counters, and CTA 0 of rows with limit <= k writes them; else
+ * select_kernel does both. */
 template <bool FUSE>
 __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 {
@@ -698,67 +1092,67 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 	}
 	if ((int)blockIdx.x * kFChunk >= L)
 		return; /* block-uniform */
-	uint32_t bstar, above1;
-	if (!row_cut(a, row, sm, tmp, &bstar, &above1)) {
-		if (FUSE && blockIdx.x == 0)
-			write_trivial(a, row, L, true);
-		return;
-	}
-	uint32_t base;
-	int shift;
-	sub_bounds(bstar, &base, &shift);
-	for (int i = tid; i < IDX_BINS2; i += kFThreads)
-		sm.u.h2[i] = 0;
-	__syncthreads();
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	const int lane = tid & 31;
-	const unsigned lt = (1u << lane) - 1u;
-	/* chunks x, x + gridDim.x, ... (large batches: fewer CTAs, one cut and flush each) */
-	for (int start = blockIdx.x * kFChunk; start < L; start += (int)gridDim.x * kFChunk) {
-		float s[kFPer];
+	/* the first chunk's scores do not depend on the cut: in flight while it is found */
+	int start = blockIdx.x * kFChunk;
+	float s[kFPer];
+	load_chunk(sc, start, L, s);
+	uint32_t bstar, above1;
+	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
+	if (cut) {
+		uint32_t base;
+		int shift;
+		sub_bounds(bstar, &base, &shift);
+		for (int i = tid; i < IDX_BINS2; i += kFThreads)
+			sm.u.h2[i] = 0;
+		__syncthreads();
+		const int lane = tid & 31;
+		const unsigned lt = (1u << lane) - 1u;
+		/* chunks x, x + gridDim.x, ... (large batches: fewer CTAs, one cut and flush each) */
+		for (;;) {
 #pragma unroll
-		for (int u = 0; u < kFPer; u++) {
-			const int j = start + u * kFThreads + tid;
-			s[u] = j < L ? sc[j] : 0.0f;
+			for (int u = 0; u < kFPer; u++) {
+				const int j = start + u * kFThreads + tid;
+				const bool valid = j < L;
+				const uint32_t b = valid ? bucket_of(s[u]) : 0u;
+				const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
+				const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
+				const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
+				uint32_t bs = 0, bc = 0;
+				if (lane == 0) {
+					if (ms)
+						bs = atomicAdd(&a.count[(size_t)row * IDX_CNT], (uint32_t)__popc(ms));
+					if (mc)
+						bc = atomicAdd(&a.count[(size_t)row * IDX_CNT + 1], (uint32_t)__popc(mc));
+				}
+				bs = __shfl_sync(0xffffffffu, bs, 0);
+				bc = __shfl_sync(0xffffffffu, bc, 0);
+				if (is_sel) {
+					uint32_t idx = bs + (uint32_t)__popc(ms & lt);
+					if (idx < (uint32_t)k)
+						a.sel[(size_t)row * k + idx] = j;
+				}
+				if (is_cand) {
+					const uint32_t o = idx_ord32(s[u]);
+					atomicAdd(&sm.u.h2[sub_of(o, base, shift)], 1u);
+					uint32_t idx = bc + (uint32_t)__popc(mc & lt);
+					if (idx < a.cap)
+						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
+							(unsigned long long)(0xffffffffu - (uint32_t)j);
+				}
+			}
+			start += (int)gridDim.x * kFChunk;
+			if (start >= L)
+				break;
+			load_chunk(sc, start, L, s);
 		}
-#pragma unroll
-		for (int u = 0; u < kFPer; u++) {
-			const int j = start + u * kFThreads + tid;
-			const bool valid = j < L;
-			const uint32_t b = valid ? bucket_of(s[u]) : 0u;
-			const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
-			const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
-			const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
-			uint32_t bs = 0, bc = 0;
-			if (lane == 0) {
-				if (ms)
-					bs = atomicAdd(&a.count[(size_t)row * IDX_CNT], (uint32_t)__popc(ms));
-				if (mc)
-					bc = atomicAdd(&a.count[(size_t)row * IDX_CNT + 1], (uint32_t)__popc(mc));
-			}
-			bs = __shfl_sync(0xffffffffu, bs, 0);
-			bc = __shfl_sync(0xffffffffu, bc, 0);
-			if (is_sel) {
-				uint32_t idx = bs + (uint32_t)__popc(ms & lt);
-				if (idx < (uint32_t)k)
-					a.sel[(size_t)row * k + idx] = j;
-			}
-			if (is_cand) {
-				const uint32_t o = idx_ord32(s[u]);
-				atomicAdd(&sm.u.h2[sub_of(o, base, shift)], 1u);
-				uint32_t idx = bc + (uint32_t)__popc(mc & lt);
-				if (idx < a.cap)
-					a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
-						(unsigned long long)(0xffffffffu - (uint32_t)j);
-			}
+		__syncthreads();
+		uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
+		for (int i = tid; i < IDX_BINS2; i += kFThreads) {
+			uint32_t v = sm.u.h2[i];
+			if (v)
+				atomicAdd(&gh2[i], v);
 		}
-	}
-	__syncthreads();
-	uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
-	for (int i = tid; i < IDX_BINS2; i += kFThreads) {
-		uint32_t v = sm.u.h2[i];
-		if (v)
-			atomicAdd(&gh2[i], v);
 	}
 	if (!FUSE)
 		return;
@@ -773,7 +1167,11 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 	if (!sm.last)
 		return;
 	__threadfence(); /* everyone else's writes are visible: read them through L2 */
-	select_row(a, row, L, bstar, above1, sm, tmp);
+	if (cut)
+		select_row(a, row, L, bstar, above1, sm, tmp);
+	else
+		write_trivial(a, row, L, true);
+	clear_row(a, row);
 }
 
 /* grid n_rows (the phases benchmark aid's separate select). */
@@ -788,28 +1186,41 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 		return;
 	}
 	uint32_t bstar, above1;
-	if (!row_cut(a, row, sm, tmp, &bstar, &above1)) {
+	if (row_cut(a, row, sm, tmp, &bstar, &above1))
+		select_row(a, row, L, bstar, above1, sm, tmp);
+	else
 		write_trivial(a, row, L, true);
-		return;
-	}
-	select_row(a, row, L, bstar, above1, sm, tmp);
+	clear_row(a, row);
 }
 
-template <int FMT, int R>
+/* Scan kernel variants: 0 = v2 with 4 m-tiles unrolled (MXFP4, 64 heads), 1 = v2
+ * generic, 2 = v1 (STRATA_INDEXER_V1=1). */
+template <int FMT, int R, int V> constexpr auto scan_fn()
+{
+	if constexpr (V == 0)
+		return scan_kernel_v2<FMT, R, 4>;
+	else if constexpr (V == 1)
+		return scan_kernel_v2<FMT, R, 0>;
+	else
+		return scan_kernel_v1<FMT, R>;
+}
+
+template <int FMT, int R, int V>
 cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st)
 {
+	auto kern = scan_fn<FMT, R, V>();
 	size_t smem = (size_t)R * a.mt * 16 * kQStride * 2 + (size_t)R * a.mt * 16 * 4 +
 		      (size_t)R * IDX_BINS * 4;
 	cudaError_t e;
 	if (smem > 48 * 1024) {
-		e = cudaFuncSetAttribute(scan_kernel<FMT, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					 (int)smem);
+		e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 		if (e != cudaSuccess)
 			return e;
 	}
 	/* one wave: as many CTAs per request as the GPU holds at once, split over requests.
-	 * The occupancy query is cached (keyed by device and shared memory) because the
-	 * host time of a launch sequence shows up in short calls' latency. */
+	 * The occupancy query is cached (keyed by device and shared memory; one cache per
+	 * kernel) because the host time of a launch sequence shows up in short calls'
+	 * latency. */
 	static std::atomic<unsigned long long> cache{ 0 }; /* dev:16 | smem:24 | per_sm:16 | 1 */
 	int devi = 0, nsm = 0, per_sm = 0;
 	if ((e = cudaGetDevice(&devi)) != cudaSuccess ||
@@ -821,8 +1232,8 @@ cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st
 	if ((c & 1) && (c & ~0xffffffull) == key) {
 		per_sm = (int)((c >> 1) & 0xffff);
 	} else {
-		if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_kernel<FMT, R>,
-								       kThreads, smem)) != cudaSuccess)
+		if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem)) !=
+		    cudaSuccess)
 			return e;
 		cache.store(key | ((unsigned long long)(per_sm & 0xffff) << 1) | 1ull,
 			    std::memory_order_relaxed);
@@ -832,25 +1243,43 @@ cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st
 	long long gx = slots / n_req;
 	gx = gx < 1 ? 1 : gx > units ? units : gx;
 	dim3 grid((unsigned)gx, (unsigned)n_req);
-	scan_kernel<FMT, R><<<grid, kThreads, smem, st>>>(a);
+	kern<<<grid, kThreads, smem, st>>>(a);
 	return cudaSuccess;
+}
+
+template <int FMT, int R>
+cudaError_t launch_scan_v(const Args &a, int v, int n_req, int max_limit, cudaStream_t st)
+{
+	if (v == 2)
+		return launch_scan<FMT, R, 2>(a, n_req, max_limit, st);
+	/* FP8 unrolled over m-tiles spills (its raw prefetch is twice MXFP4's) */
+	if constexpr (FMT == STRATA_INDEX_MXFP4)
+		if (a.mt == 4)
+			return launch_scan<FMT, R, 0>(a, n_req, max_limit, st);
+	return launch_scan<FMT, R, 1>(a, n_req, max_limit, st);
 }
 
 template <int FMT>
 cudaError_t launch_scan_fmt(const Args &a, int R, int n_req, int max_limit, cudaStream_t st)
 {
+	/* STRATA_INDEXER_V1=1 in the environment selects the v1 scan (read once) */
+	static const int v = [] {
+		const char *e = getenv("STRATA_INDEXER_V1");
+		return e && e[0] == '1' ? 2 : 0;
+	}();
 	switch (R) {
-	case 1: return launch_scan<FMT, 1>(a, n_req, max_limit, st);
-	case 2: return launch_scan<FMT, 2>(a, n_req, max_limit, st);
-	case 3: return launch_scan<FMT, 3>(a, n_req, max_limit, st);
-	default: return launch_scan<FMT, 4>(a, n_req, max_limit, st);
+	case 1: return launch_scan_v<FMT, 1>(a, v, n_req, max_limit, st);
+	case 2: return launch_scan_v<FMT, 2>(a, v, n_req, max_limit, st);
+	case 3: return launch_scan_v<FMT, 3>(a, v, n_req, max_limit, st);
+	default: return launch_scan_v<FMT, 4>(a, v, n_req, max_limit, st);
 	}
 }
 
 } // namespace
 
-/* The whole indexer on stream s; with ev (5 events) recorded before the memset and
- * after each of the memset, scan, filter and select (the phases benchmark aid). */
+/* The whole indexer on stream s; with ev (5 events) recorded at the start, after the
+ * (former) memset, and after each of the scan, filter and select (the phases benchmark
+ * aid). */
 static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
 		       cudaEvent_t *ev)
 {
@@ -879,6 +1308,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.b_shift = (p->B & (p->B - 1)) ? -1 : __builtin_ctz((unsigned)p->B);
 	int64_t cap_pages = (int64_t)p->max_pages * p->B;
 	a.lim_cap = cap_pages < p->max_limit ? (int)cap_pages : p->max_limit;
+	a.page32 = p->B % 32 == 0;
+	a.page_bytes = (size_t)p->B * strata_index_entry_bytes(p->fmt);
 	a.q = p->q;
 	a.w = p->w;
 	a.req_rows = p->req_rows;
@@ -897,14 +1328,12 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.cap = l.cand_cap;
 
 	cudaStream_t st = reinterpret_cast<cudaStream_t>(s);
-	if (ev)
+	/* no memset: the counters are zero at rest (indexer_int.h); ms[0] stays as the
+	 * phases path's first figure, now two back-to-back events */
+	if (ev) {
 		cudaEventRecord(ev[0], st);
-	if (cudaMemsetAsync(p->scratch, 0, l.zero_bytes, st) != cudaSuccess) {
-		err = strata_dev_check(dev, "indexer: scratch memset");
-		return err ? err : STRATA_E_CUDA;
-	}
-	if (ev)
 		cudaEventRecord(ev[1], st);
+	}
 	const bool scored = p->max_limit > p->topk && p->n_req > 0;
 	if (scored) {
 		cudaError_t e = p->fmt == STRATA_INDEX_MXFP4

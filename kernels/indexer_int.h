@@ -123,7 +123,7 @@ typedef struct idx_gpu_layout {
 	size_t cand_cap;      /* candidates per row */
 	size_t off_hist, off_count, off_hist2, off_sel, off_cand, off_scores;
 	size_t total;
-	size_t zero_bytes;    /* [0, zero_bytes) must be zero before the scan */
+	size_t zero_bytes;    /* [0, zero_bytes): the counters, zero at rest (see below) */
 } idx_gpu_layout;
 
 static inline size_t idx_align(size_t x)
@@ -131,8 +131,11 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* hist2 is not in the zeroed prefix: the scan's first CTA of each request zeroes its
- * rows' (the filter, which fills it, runs after the scan). */
+/* The counters (hist, count, hist2) come first and are zero at rest: the caller zeroes
+ * the scratch once after allocating it, and each call leaves them zero again (the
+ * row's last filter CTA, or the phases path's select, clears what its row used), so no
+ * call needs a memset. The rest (selected ids, candidates, scores) is written before
+ * it is read in every call. */
 static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_layout *l)
 {
 	size_t rows = (size_t)(p->n_rows > 0 ? p->n_rows : 0);
@@ -141,9 +144,9 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->cand_cap = lim < IDX_CAND_CAP ? lim : IDX_CAND_CAP;
 	l->off_hist = 0;
 	l->off_count = idx_align(rows * IDX_BINS * 4);
-	l->zero_bytes = l->off_count + idx_align(rows * IDX_CNT * 4);
-	l->off_hist2 = l->zero_bytes;
+	l->off_hist2 = l->off_count + idx_align(rows * IDX_CNT * 4);
 	l->off_sel = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
+	l->zero_bytes = l->off_sel;
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 4);
 	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);
 	l->total = l->off_scores + idx_align(rows * l->score_stride * 4);

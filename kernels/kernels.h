@@ -207,12 +207,19 @@ typedef struct strata_indexer_params {
 	int B;                      /* entries per page (64) */
 	int32_t *out_ids;           /* [n_rows][topk] */
 	float *out_scores;          /* [n_rows][topk], or NULL */
-	void *scratch;              /* strata_k_indexer_scratch() bytes, caller-owned */
+	void *scratch;              /* strata_k_indexer_scratch() bytes, caller-owned;
+				     * GPU: zeroed once after allocation (see below) */
 	size_t scratch_bytes;
 } strata_indexer_params;
 
 /* Scratch bytes dev's backend needs for p's host fields (NULL dev: the CPU twin's).
- * GPU: about 4 B per (row, max_limit) for scores plus up to 256 KiB per row. */
+ * GPU: about 4 B per (row, max_limit) for scores plus up to 256 KiB per row. The GPU
+ * scratch must be all zero before its first use (strata_dev_memset once after
+ * allocating it): the indexer keeps counters at its start that it leaves zero again at
+ * the end of every call, so calls need no memset. Zero it again after a call that
+ * failed or was cut short, and before a call with more rows (n_rows) than the call
+ * before it on this scratch (the counters' span grows with n_rows, and other fields
+ * do not move it). Calls sharing one scratch must not overlap. */
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p);
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
@@ -220,9 +227,10 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
 int strata_k_indexer_cpu(const strata_indexer_params *p);
 /* Benchmark aid (GPU only, STRATA_E_UNSUPPORTED on the CPU backend): runs the same
  * work as strata_k_indexer with events between its launches, synchronises s and
- * returns the milliseconds of each phase: ms[0] scratch memset, ms[1] scan,
- * ms[2] filter, ms[3] select. The phases run as separate launches here even where
- * strata_k_indexer fuses them, so their sum can exceed a strata_k_indexer call. */
+ * returns the milliseconds of each phase: ms[0] the former scratch memset (none runs
+ * now: two back-to-back events), ms[1] scan, ms[2] filter, ms[3] select. The phases
+ * run as separate launches here even where strata_k_indexer fuses them, so their sum
+ * can exceed a strata_k_indexer call. Same scratch rules as strata_k_indexer. */
 int strata_k_indexer_phases(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
 			    float ms[4]);
 

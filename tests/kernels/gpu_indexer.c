@@ -1,4 +1,6 @@
 /* Indexer on the GPU against the CPU twin and an independent double reference.
+ * Also: the scratch's counters are zero at rest (zeroed once, left zero by every call,
+ * fused and phases paths), and the rest of the scratch may hold anything.
  *
  * Tolerance (stated): GPU and CPU sum the same exact products in different orders, so
  * their scores differ in the last bits. A selected set may differ from the reference
@@ -9,6 +11,7 @@
 #include <check.h>
 #include <math.h>
 
+#include "kernels/indexer_int.h"
 #include "indexer_tdata.h"
 
 #define TOL_REL 2e-5
@@ -54,10 +57,17 @@ static void run_gpu(td *t, int32_t *gids, float *gsc, int reps)
 	p.scratch_bytes = strata_k_indexer_scratch(dev, &p);
 	ck_assert(p.scratch_bytes > 0);
 	d.scratch = to_dev(NULL, p.scratch_bytes);
-	/* poison the scratch and outputs: the kernel must not depend on them */
+	/* poison the scratch and outputs: the kernel must not depend on them, except that
+	 * the counters at the scratch's start are zero at rest (zeroed once here) */
+	idx_gpu_layout lay;
+	idx_gpu_layout_of(&p, &lay);
+	ck_assert(lay.zero_bytes > 0 && lay.zero_bytes <= p.scratch_bytes);
 	ck_assert_int_eq(strata_dev_memset(dev, d.scratch, 0xa5, p.scratch_bytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, d.scratch, 0, lay.zero_bytes, NULL), 0);
 	ck_assert_int_eq(strata_dev_memset(dev, d.ids, 0x7f, sizeof(int32_t) * (size_t)R * p.topk, NULL), 0);
 	p.scratch = d.scratch;
+	unsigned char *zb = malloc(lay.zero_bytes);
+	ck_assert_ptr_nonnull(zb);
 	size_t n = (size_t)R * p.topk;
 	int32_t *prev = malloc(sizeof(int32_t) * n);
 	float *prevs = malloc(sizeof(float) * n);
@@ -73,11 +83,18 @@ static void run_gpu(td *t, int32_t *gids, float *gsc, int reps)
 				      "GPU result changed between runs");
 		memcpy(prev, gids, sizeof(int32_t) * n);
 		memcpy(prevs, gsc, sizeof(float) * n);
+		/* each call leaves the counters zero for the next */
+		ck_assert_int_eq(strata_dev_copy(dev, zb, d.scratch, lay.zero_bytes, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		for (size_t i = 0; i < lay.zero_bytes; i++)
+			ck_assert_msg(!zb[i], "scratch counter byte %zu is %u after a call", i, zb[i]);
 	}
-	/* the phases benchmark aid runs filter and select as separate launches: same result */
+	/* the phases benchmark aid runs filter and select as separate launches: same result,
+	 * from the state the fused calls left (the rest of the scratch poisoned again) */
 	float ms[4];
 	ck_assert_int_eq(strata_dev_memset(dev, d.ids, 0x7f, sizeof(int32_t) * n, NULL), 0);
-	ck_assert_int_eq(strata_dev_memset(dev, d.scratch, 0xa5, p.scratch_bytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, (unsigned char *)d.scratch + lay.zero_bytes, 0xa5,
+					   p.scratch_bytes - lay.zero_bytes, NULL), 0);
 	ck_assert_int_eq(strata_k_indexer_phases(dev, &p, NULL, ms), 0);
 	for (int i = 0; i < 4; i++)
 		ck_assert(ms[i] >= 0.0f);
@@ -86,6 +103,11 @@ static void run_gpu(td *t, int32_t *gids, float *gsc, int reps)
 	ck_assert_int_eq(strata_dev_sync(dev), 0);
 	ck_assert_msg(!memcmp(prev, gids, sizeof(int32_t) * n) && !memcmp(prevs, gsc, sizeof(float) * n),
 		      "phases path differs from strata_k_indexer");
+	ck_assert_int_eq(strata_dev_copy(dev, zb, d.scratch, lay.zero_bytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	for (size_t i = 0; i < lay.zero_bytes; i++)
+		ck_assert_msg(!zb[i], "scratch counter byte %zu is %u after the phases path", i, zb[i]);
+	free(zb);
 	free(prev);
 	free(prevs);
 	void **all = (void **)&d;
