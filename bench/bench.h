@@ -22,6 +22,7 @@ int strata_bench_fetch(int argc, char **argv);
 int strata_bench_tiers(int argc, char **argv);
 int strata_bench_decode(int argc, char **argv);
 int strata_bench_prefix(int argc, char **argv);
+int strata_bench_attn(int argc, char **argv);
 
 typedef struct bench_opts {
 	int quick;             /* small sweep, seconds on a CPU */

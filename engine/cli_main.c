@@ -17,6 +17,7 @@
 #pragma weak strata_bench_tiers
 #pragma weak strata_bench_decode
 #pragma weak strata_bench_prefix
+#pragma weak strata_bench_attn
 #pragma weak strata_demo_main
 
 static const char *usage_text =
@@ -27,7 +28,7 @@ static const char *usage_text =
 	"commands:\n"
 	"  sizes   --model flash|pro|tiny [--schedule R,R,..] [--index mxfp4|fp8]\n"
 	"          --context N [--json]   per-request attention-cache sizes\n"
-	"  bench   NAME [options]         benchmarks: indexer, fetch, tiers, decode, prefix\n"
+	"  bench   NAME [options]         benchmarks: indexer, fetch, tiers, decode, prefix, attn\n"
 	"  demo    [options]              agents decoding with C4 main on the host tier\n"
 	"  info                           backend and device strata would use here\n"
 	"  version                        print the version\n"
@@ -174,9 +175,10 @@ static int cmd_bench(int argc, char **argv)
 		{ "tiers", NULL, "NVMe store (io_uring) vs fio on the same file" },
 		{ "decode", NULL, "attention-side decode step: HiSparse vs all-resident" },
 		{ "prefix", NULL, "prefix lookup latency, store and restore throughput" },
+		{ "attn", NULL, "sparse attention kernel vs a copy of the entry bytes it reads" },
 	};
 	bench_fn fns[] = { strata_bench_indexer, strata_bench_fetch, strata_bench_tiers,
-			   strata_bench_decode, strata_bench_prefix };
+			   strata_bench_decode, strata_bench_prefix, strata_bench_attn };
 	size_t n = sizeof benches / sizeof benches[0];
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: strata bench NAME [--quick] [--check] [--csv F] [--json F] ...\n\n");

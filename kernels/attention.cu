@@ -1,195 +1,391 @@
 /*
  * GPU sparse MQA attention with sink, and the LSE combine (kernels.h, "attention").
  *
- * One block per (query row, group of 8 heads), 8 warps, one head per warp. Entries
- * are visited in tiles of 32: the block dequantises a tile into shared memory once
- * (MQA: K = V is shared by all heads), each warp scores its head against the tile
- * (lane = entry) and keeps an online softmax (running max and sum); every thread owns
- * 2 of the 512 output dims for each of the 8 heads. No atomics and a fixed order, so
- * the result is deterministic; it differs from the CPU twin's two-pass order only by
- * rounding (STRATA_ATTN_GPU_RTOL).
+ * One block per (query row, group of HG heads, chunk of the entry list), 256 threads.
+ * HG is 64, 32 or 16 (a template parameter; a head's arithmetic does not depend on
+ * it): the largest that still gives about two waves of blocks, so at batch 32 each
+ * entry is read and dequantised once per row and chunk, while at batch 1 more blocks
+ * share the work. The block holds its heads' queries in shared memory (fp32) and walks
+ * its chunk in tiles of 32 entries:
+ *  - the raw bytes of the next tile arrive by cp.async while the current one is being
+ *    computed (one raw buffer: copy issued right after the dequantisation barrier);
+ *  - the tile is dequantised exactly to fp32 once into shared memory (K = V, MQA);
+ *  - warp w owns heads w, w + 8, ..., (RH = HG / 8 of them) for both products, so its
+ *    online softmax state (running max m, sum l) stays in registers and the P tile it
+ *    writes is read back only by itself (no block barrier between the two products);
+ *  - scores: lane = (entry group eq of 8, dim quarter dq of 4); each thread holds RH
+ *    heads x 4 entries over the 128 dims of its quarter (float4 shared loads: queries
+ *    broadcast, keys 4 wavefronts), then a 2-step shuffle sum over the quarters;
+ *  - PV: each thread owns RH heads x 16 dims (4 float4, dims 4 * (lane + 32 k)) of the
+ *    unnormalised output in registers; per entry 1 broadcast P load per 4 heads and 4
+ *    float4 V loads feed 16 RH FMAs.
+ * Every sum runs in a fixed order (shuffle trees are symmetric, so all lanes agree
+ * bit for bit), no atomics: the result is deterministic and differs from the CPU
+ * twin's two-pass order only by rounding (STRATA_ATTN_GPU_RTOL).
  *
- * At small batch that grid is a handful of blocks on a 132-SM part, each walking the
- * whole list serially. The split path adds a third grid dimension: block (r, g, c)
- * walks only chunk c of the list and leaves its max, sum and unnormalised output in
- * the caller's scratch; split_combine_kernel merges the chunks in chunk order and
- * applies the sink. The split factor comes from the shapes and the SM count only, so a
- * given call is as deterministic as the unsplit one.
+ * Split over entries: with a scratch buffer, a third grid dimension cuts the list
+ * (idx then win_idx) into S chunks of whole tiles; block (r, g, c) leaves its chunk's
+ * max, sum and unnormalised output in the scratch and split_combine_kernel merges the
+ * chunks in chunk order and applies the sink. HG, S and the chunk length come from
+ * the SM count, shared memory and the shapes only.
  */
 #include <errno.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/attention_int.h"
 #include "kernels/kernels_int.h"
 
 namespace {
 
-constexpr int kHeads = 8;        /* heads per block (= warps) */
-constexpr int kTile = 32;        /* entries per tile (= lanes) */
+constexpr int kTile = 32;         /* entries per tile */
 constexpr int kDim = 512;
-constexpr int kPad = kDim + 1;   /* padded K row: lane e reads row e conflict-free */
-constexpr int kThreads = 256;
-constexpr int kMaxSplit = 64;    /* chunks per list at most */
-constexpr int kBlocksPerSm = 2;  /* ~83 KiB of shared memory per block */
-constexpr int kCombThreads = 128;
+constexpr int kKvStride = 528;    /* padded fp32 row: 8 rows of a score load hit 4 wavefronts */
+constexpr int kThreads = 256;     /* 8 warps */
+constexpr int kEntryData = 576;   /* data bytes of a main entry (scales apart) */
+constexpr int kMaxSplit = 64;     /* chunks per list at most */
+constexpr int kCombThreads = 128; /* 4 dims each */
 static_assert(kMaxSplit <= kCombThreads, "one combine thread per chunk weight");
+static_assert(kCombThreads * 4 == kDim, "combine: one float4 per thread");
 
-size_t attn_smem_bytes()
+constexpr size_t attn_smem_bytes(int hg)
 {
-	return sizeof(float) * ((size_t)kHeads * kDim + (size_t)kTile * kPad + kHeads * kTile);
+	return sizeof(float) * ((size_t)hg * kDim + (size_t)kTile * kKvStride + (size_t)kTile * hg) +
+	       (size_t)kTile * (kEntryData + 8) + kTile * sizeof(int);
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void *p)
+{
+	return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src)
+		     : "memory");
+}
+__device__ __forceinline__ void cp_async8(void *dst, const void *src)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(dst)), "l"(src)
+		     : "memory");
+}
+__device__ __forceinline__ void cp_async4(void *dst, const void *src)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src)
+		     : "memory");
+}
+__device__ __forceinline__ void cp_async_commit()
+{
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all()
+{
+	asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+/* Slot of list position j of row r, or -1 (a hole, or past this block's chunk). */
+__device__ __forceinline__ int entry_slot(const strata_attn_params &p, int r, int j, int c1)
+{
+	if (j >= c1)
+		return -1;
+	if (j < p.n_idx)
+		return __ldg(p.idx + (size_t)r * p.n_idx + j);
+	return __ldg(p.win_idx + (size_t)r * p.n_win + (j - p.n_idx));
+}
+
+/* Thread (le, sub) starts copying its eighth of entry le (list position j) into the
+ * raw tile: 16-byte pieces where the pool allows (kernels.h: pools 4-byte aligned at
+ * least; device allocations are 256-byte aligned), else 4-byte ones. */
+__device__ __forceinline__ void entry_issue(const strata_attn_params &p, uint8_t *raw,
+					    uint8_t *raw_sc, int le, int sub, int j, int slot)
+{
+	if (slot < 0)
+		return;
+	const uint8_t *pool = j < p.n_idx ? p.pool : p.win_pool;
+	const int B = j < p.n_idx ? p.B : p.win_B;
+	const uint8_t *data = attn_entry_data(pool, B, slot);
+	const uint8_t *sc = attn_entry_scales(pool, B, slot);
+	uint8_t *dst = raw + le * kEntryData;
+	if (((uintptr_t)pool & 15) == 0) {
+		for (int c = sub; c < kEntryData / 16; c += 8)
+			cp_async16(dst + 16 * c, data + 16 * c);
+		if (sub == 0)
+			cp_async8(raw_sc + le * 8, sc);
+	} else {
+		for (int c = sub; c < kEntryData / 4; c += 8)
+			cp_async4(dst + 4 * c, data + 4 * c);
+		if (sub < 2)
+			cp_async4(raw_sc + le * 8 + 4 * sub, sc + 4 * sub);
+	}
+}
+
+/* Thread (le, sub) dequantises dims 4 * (sub + 8 k) of raw entry le into its fp32 row
+ * (zeros for a hole: P is 0 there, and 0 * 0 adds nothing). */
+__device__ __forceinline__ void entry_dequant(const uint8_t *raw, const uint8_t *raw_sc,
+					      float *kvs, int *valid, int le, int sub, int slot)
+{
+	float *row = kvs + le * kKvStride;
+	const uint8_t *src = raw + le * kEntryData;
+#pragma unroll
+	for (int k = 0; k < kDim / 32; k++) {
+		const int d = 4 * (sub + 8 * k);
+		float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		if (slot >= 0) {
+			if (d < 448) {
+				uint32_t w = *(const uint32_t *)(src + d);
+				float s = codec_ue8m0_decode(raw_sc[le * 8 + (d >> 6)]);
+				v.x = codec_e4m3_decode((uint8_t)w) * s;
+				v.y = codec_e4m3_decode((uint8_t)(w >> 8)) * s;
+				v.z = codec_e4m3_decode((uint8_t)(w >> 16)) * s;
+				v.w = codec_e4m3_decode((uint8_t)(w >> 24)) * s;
+			} else {
+				uint2 b = *(const uint2 *)(src + 448 + 2 * (d - 448));
+				v.x = codec_bf16_decode((uint16_t)b.x);
+				v.y = codec_bf16_decode((uint16_t)(b.x >> 16));
+				v.z = codec_bf16_decode((uint16_t)b.y);
+				v.w = codec_bf16_decode((uint16_t)(b.y >> 16));
+			}
+		}
+		*(float4 *)(row + d) = v;
+	}
+	if (sub == 0)
+		valid[le] = slot >= 0;
 }
 
 /* kSplit: block (r, g, c) covers entries [c * chunk, (c + 1) * chunk) of the list and
  * writes its partial (m, l) and unnormalised output to part_ml / part_u
  * ([n_rows * heads][gridDim.z] and [n_rows * heads][gridDim.z][512]); otherwise the
  * whole list and the final output. */
-template <bool kSplit>
-__global__ void __launch_bounds__(kThreads) attn_kernel(strata_attn_params p, int chunk,
-							 float2 *part_ml, float *part_u)
+template <int HG, bool kSplit>
+__global__ void __launch_bounds__(kThreads, 1) attn_kernel(const strata_attn_params p, int chunk,
+							    float2 *part_ml, float *part_u)
 {
-	extern __shared__ float sm[];
-	float *qs = sm;                       /* [kHeads][512] */
-	float *ks = qs + kHeads * kDim;       /* [kTile][kPad] */
-	float *ps = ks + kTile * kPad;        /* [kHeads][kTile] */
-	__shared__ int valid[kTile];
-	__shared__ float m_s[kHeads], l_s[kHeads], a_s[kHeads];
+	constexpr int RH = HG / 8; /* heads per warp (and per thread) */
+	static_assert(RH == 2 || RH % 4 == 0, "P rows are stored as float2 or float4");
+	extern __shared__ __align__(16) unsigned char smem[];
+	float *qs = (float *)smem;                     /* [HG][512] */
+	float *kvs = qs + HG * kDim;                   /* [kTile][kKvStride] */
+	float *ps = kvs + kTile * kKvStride;           /* [kTile][8 warps][RH] */
+	uint8_t *raw = (uint8_t *)(ps + kTile * HG);   /* [kTile][576] */
+	uint8_t *raw_sc = raw + kTile * kEntryData;    /* [kTile][8] */
+	int *valid = (int *)(raw_sc + kTile * 8);      /* [kTile] */
 
-	const int r = blockIdx.x, h0 = blockIdx.y * kHeads;
+	const int r = blockIdx.x, h0 = blockIdx.y * HG;
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-	const int nh = min(kHeads, p.heads - h0);
+	const int nh = min(HG, p.heads - h0);
 	const int n_tot = p.n_idx + p.n_win;
 	const int c0 = kSplit ? (int)blockIdx.z * chunk : 0;
 	const int c1 = kSplit ? min(n_tot, c0 + chunk) : n_tot;
+	const int le = tid >> 3, sub = tid & 7; /* loader: entry of the tile, eighth */
 
-	for (int i = tid; i < kHeads * kDim; i += kThreads) {
-		int hh = i / kDim;
-		qs[i] = hh < nh ? p.q[((size_t)r * p.heads + h0 + hh) * kDim + i % kDim] : 0.0f;
+	/* Prologue: tile 0's bytes in flight while the queries load. */
+	int cur = entry_slot(p, r, c0 + le, c1);
+	entry_issue(p, raw, raw_sc, le, sub, c0 + le, cur);
+	cp_async_commit();
+	int nxt = entry_slot(p, r, c0 + kTile + le, c1);
+	{
+		const float *qg = p.q + ((size_t)r * p.heads + h0) * kDim;
+		const bool vec = ((uintptr_t)p.q & 15) == 0;
+		for (int x = tid; x < HG * (kDim / 4); x += kThreads) {
+			const int hh = x / (kDim / 4), d = 4 * (x % (kDim / 4));
+			float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+			if (hh < nh) {
+				const float *g = qg + (size_t)hh * kDim + d;
+				if (vec)
+					v = __ldg((const float4 *)g);
+				else
+					v = make_float4(__ldg(g), __ldg(g + 1), __ldg(g + 2), __ldg(g + 3));
+			}
+			*(float4 *)(qs + hh * kDim + d) = v;
+		}
 	}
-	if (tid < kHeads) {
-		m_s[tid] = -INFINITY;
-		l_s[tid] = 0.0f;
-	}
-	float acc[kHeads][2];
+
+	const int dq = lane & 3, eq = lane >> 2;
+	float m[RH], l[RH];
+	float4 o[RH][4];
 #pragma unroll
-	for (int hh = 0; hh < kHeads; hh++)
-		acc[hh][0] = acc[hh][1] = 0.0f;
-	__syncthreads();
+	for (int i = 0; i < RH; i++) {
+		m[i] = -INFINITY;
+		l[i] = 0.0f;
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			o[i][k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	}
 
 	for (int t0 = c0; t0 < c1; t0 += kTile) {
-		/* Dequantise the tile: warp w takes entries w, w+8, w+16, w+24. */
-		for (int e = warp; e < kTile; e += kThreads / 32) {
-			int j = t0 + e;
-			int slot = -1;
-			const uint8_t *pool = p.pool;
-			int B = p.B;
-			if (j >= c1) {
-				/* past this block's part of the list: an empty lane */
-			} else if (j < p.n_idx) {
-				slot = p.idx[(size_t)r * p.n_idx + j];
-			} else {
-				slot = p.win_idx[(size_t)r * p.n_win + (j - p.n_idx)];
-				pool = p.win_pool;
-				B = p.win_B;
-			}
-			float *row = ks + e * kPad;
-			if (slot >= 0) {
-				const uint8_t *data = attn_entry_data(pool, B, slot);
-				const uint8_t *sc = attn_entry_scales(pool, B, slot);
-				for (int d = lane; d < kDim; d += 32)
-					row[d] = attn_entry_dim(data, sc, d);
-			} else {
-				for (int d = lane; d < kDim; d += 32)
-					row[d] = 0.0f;
-			}
-			if (lane == 0)
-				valid[e] = slot >= 0;
-		}
+		cp_async_wait_all();
+		__syncthreads(); /* raw holds this tile; every warp is done with the last one */
+		entry_dequant(raw, raw_sc, kvs, valid, le, sub, cur);
 		__syncthreads();
+		cur = nxt; /* the next tile's bytes travel during this one's products */
+		entry_issue(p, raw, raw_sc, le, sub, t0 + kTile + le, cur);
+		cp_async_commit();
+		nxt = entry_slot(p, r, t0 + 2 * kTile + le, c1);
 
-		/* Scores and the online softmax: warp = head, lane = entry. */
-		if (warp < nh) {
-			const float *q = qs + warp * kDim;
-			const float *k = ks + lane * kPad;
-			float s = -INFINITY;
-			if (valid[lane]) {
-				float dot = 0.0f;
-#pragma unroll 8
-				for (int d = 0; d < kDim; d++)
-					dot += q[d] * k[d];
-				s = p.scale * dot;
-			}
-			float tm = s;
-			for (int o = 16; o > 0; o >>= 1)
-				tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, o));
-			float m_old = m_s[warp];
-			float m_new = fmaxf(m_old, tm);
-			float pe = (valid[lane] && m_new != -INFINITY) ? expf(s - m_new) : 0.0f;
-			float sum = pe;
-			for (int o = 16; o > 0; o >>= 1)
-				sum += __shfl_xor_sync(0xffffffffu, sum, o);
-			ps[warp * kTile + lane] = pe;
-			__syncwarp();
-			if (lane == 0) {
-				float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
-				l_s[warp] = l_s[warp] * alpha + sum;
-				m_s[warp] = m_new;
-				a_s[warp] = alpha;
-			}
-		}
-		__syncthreads();
-
-		/* Accumulate: thread owns dims tid and tid + 256 of every head. */
+		/* Scores: heads warp + 8 i, entries eq + 8 j, float4 dims dq + 4 k. */
+		float acc[RH][4];
 #pragma unroll
-		for (int hh = 0; hh < kHeads; hh++) {
-			if (hh >= nh)
-				continue;
-			float a = a_s[hh];
-			float o0 = acc[hh][0] * a, o1 = acc[hh][1] * a;
-			const float *pw = ps + hh * kTile;
+		for (int i = 0; i < RH; i++)
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				acc[i][j] = 0.0f;
+		{
+			const float *qb = qs + warp * kDim + 4 * dq;
+			const float *kb = kvs + eq * kKvStride + 4 * dq;
+#pragma unroll 2
+			for (int k = 0; k < kDim / 16; k++) {
+				float4 kv[4];
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					kv[j] = *(const float4 *)(kb + j * 8 * kKvStride + 16 * k);
+#pragma unroll
+				for (int i = 0; i < RH; i++) {
+					const float4 q = *(const float4 *)(qb + i * 8 * kDim + 16 * k);
+#pragma unroll
+					for (int j = 0; j < 4; j++) {
+						float a = acc[i][j];
+						a = fmaf(q.x, kv[j].x, a);
+						a = fmaf(q.y, kv[j].y, a);
+						a = fmaf(q.z, kv[j].z, a);
+						a = fmaf(q.w, kv[j].w, a);
+						acc[i][j] = a;
+					}
+				}
+			}
+		}
+		bool ok[4];
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			ok[j] = valid[eq + 8 * j] != 0;
+
+		/* Online softmax per head over the tile's 32 entries (all in this warp). */
+		float alpha[RH];
+#pragma unroll
+		for (int i = 0; i < RH; i++) {
+			float s[4], mx = -INFINITY;
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				float a = acc[i][j];
+				a += __shfl_xor_sync(0xffffffffu, a, 1);
+				a += __shfl_xor_sync(0xffffffffu, a, 2);
+				s[j] = ok[j] ? p.scale * a : -INFINITY;
+				mx = fmaxf(mx, s[j]);
+			}
+#pragma unroll
+			for (int x = 4; x < 32; x <<= 1)
+				mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+			const float mn = fmaxf(m[i], mx);
+			float sum = 0.0f;
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				acc[i][j] = s[j] == -INFINITY ? 0.0f : expf(s[j] - mn);
+				sum += acc[i][j];
+			}
+#pragma unroll
+			for (int x = 4; x < 32; x <<= 1)
+				sum += __shfl_xor_sync(0xffffffffu, sum, x);
+			alpha[i] = m[i] == -INFINITY ? 0.0f : expf(m[i] - mn);
+			l[i] = l[i] * alpha[i] + sum;
+			m[i] = mn;
+		}
+		/* P of entry eq + 8 dq (this lane's j = dq), the warp's RH heads contiguous. */
+		{
+			float pv[RH];
+#pragma unroll
+			for (int i = 0; i < RH; i++)
+				pv[i] = dq == 0 ? acc[i][0] : dq == 1 ? acc[i][1] : dq == 2 ? acc[i][2] : acc[i][3];
+			float *pd = ps + (eq + 8 * dq) * HG + warp * RH;
+			if constexpr (RH == 2) {
+				*(float2 *)pd = make_float2(pv[0], pv[1]);
+			} else {
+#pragma unroll
+				for (int i = 0; i < RH; i += 4)
+					*(float4 *)(pd + i) = make_float4(pv[i], pv[i + 1], pv[i + 2], pv[i + 3]);
+			}
+		}
+		__syncwarp();
+
+		/* PV: o[i][k] holds dims 4 * (lane + 32 k) of head warp + 8 i. */
+#pragma unroll
+		for (int i = 0; i < RH; i++)
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				o[i][k].x *= alpha[i];
+				o[i][k].y *= alpha[i];
+				o[i][k].z *= alpha[i];
+				o[i][k].w *= alpha[i];
+			}
+		{
+			const float *vb = kvs + 4 * lane;
+			const float *pb = ps + warp * RH;
+#pragma unroll 2
 			for (int e = 0; e < kTile; e++) {
-				float w = pw[e];
-				o0 += w * ks[e * kPad + tid];
-				o1 += w * ks[e * kPad + tid + kThreads];
+				float pw[RH];
+				if constexpr (RH == 2) {
+					float2 t = *(const float2 *)(pb + e * HG);
+					pw[0] = t.x;
+					pw[1] = t.y;
+				} else {
+#pragma unroll
+					for (int i = 0; i < RH; i += 4) {
+						float4 t = *(const float4 *)(pb + e * HG + i);
+						pw[i] = t.x;
+						pw[i + 1] = t.y;
+						pw[i + 2] = t.z;
+						pw[i + 3] = t.w;
+					}
+				}
+				float4 v[4];
+#pragma unroll
+				for (int k = 0; k < 4; k++)
+					v[k] = *(const float4 *)(vb + e * kKvStride + 128 * k);
+#pragma unroll
+				for (int i = 0; i < RH; i++)
+#pragma unroll
+					for (int k = 0; k < 4; k++) {
+						o[i][k].x = fmaf(pw[i], v[k].x, o[i][k].x);
+						o[i][k].y = fmaf(pw[i], v[k].y, o[i][k].y);
+						o[i][k].z = fmaf(pw[i], v[k].z, o[i][k].z);
+						o[i][k].w = fmaf(pw[i], v[k].w, o[i][k].w);
+					}
 			}
-			acc[hh][0] = o0;
-			acc[hh][1] = o1;
 		}
-		__syncthreads();
 	}
+	cp_async_wait_all(); /* nothing is left in flight past the chunk, but be tidy */
 
-	if constexpr (kSplit) {
-		const int S = (int)gridDim.z, c = (int)blockIdx.z;
 #pragma unroll
-		for (int hh = 0; hh < kHeads; hh++) {
-			if (hh >= nh)
-				continue;
-			size_t i = (size_t)r * p.heads + h0 + hh;
-			float *u = part_u + (i * S + c) * kDim;
-			u[tid] = acc[hh][0];
-			u[tid + kThreads] = acc[hh][1];
-			if (tid == 0)
-				part_ml[i * S + c] = make_float2(m_s[hh], l_s[hh]);
-		}
-	} else {
+	for (int i = 0; i < RH; i++) {
+		const int hh = warp + 8 * i;
+		if (hh >= nh)
+			continue;
+		const size_t rh = (size_t)r * p.heads + h0 + hh;
+		if constexpr (kSplit) {
+			const int S = (int)gridDim.z, c = (int)blockIdx.z;
+			float *u = part_u + (rh * S + c) * kDim;
 #pragma unroll
-		for (int hh = 0; hh < kHeads; hh++) {
-			if (hh >= nh)
-				continue;
-			int h = h0 + hh;
-			float l = l_s[hh], m = m_s[hh];
-			float *o = p.out + ((size_t)r * p.heads + h) * kDim;
+			for (int k = 0; k < 4; k++)
+				*(float4 *)(u + 4 * (lane + 32 * k)) = o[i][k];
+			if (lane == 0)
+				part_ml[rh * S + c] = make_float2(m[i], l[i]);
+		} else {
 			float lse = -INFINITY, f = 0.0f;
-			if (l > 0.0f) {
-				lse = m + logf(l);
-				f = 1.0f / l;
+			if (l[i] > 0.0f) {
+				lse = m[i] + logf(l[i]);
+				f = 1.0f / l[i];
 				if (p.sink)
-					f *= attn_sink_factor(lse, p.sink[h]);
+					f *= attn_sink_factor(lse, p.sink[h0 + hh]);
 			}
-			o[tid] = acc[hh][0] * f;
-			o[tid + kThreads] = acc[hh][1] * f;
-			if (tid == 0 && p.lse)
-				p.lse[(size_t)r * p.heads + h] = lse;
+			float *out = p.out + rh * kDim;
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				float *od = out + 4 * (lane + 32 * k);
+				od[0] = o[i][k].x * f;
+				od[1] = o[i][k].y * f;
+				od[2] = o[i][k].z * f;
+				od[3] = o[i][k].w * f;
+			}
+			if (lane == 0 && p.lse)
+				p.lse[rh] = lse;
 		}
 	}
 }
@@ -229,14 +425,24 @@ split_combine_kernel(strata_attn_params p, int S, const float2 *part_ml, const f
 			p.lse[i] = lse;
 	}
 	__syncthreads();
+	/* One float4 of dims per thread; the chunk sum runs in chunk order. */
 	const float f = f_s;
-	const float *u = part_u + i * S * kDim;
-	for (int d = tid; d < kDim; d += kCombThreads) {
-		float o = 0.0f;
-		for (int c = 0; c < S; c++)
-			o += w_s[c] * u[(size_t)c * kDim + d];
-		p.out[i * kDim + d] = o * f;
+	const float4 *u = (const float4 *)(part_u + i * S * kDim) + tid;
+	float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+	for (int c = 0; c < S; c++) {
+		const float w = w_s[c];
+		const float4 v = u[(size_t)c * (kDim / 4)];
+		o.x += w * v.x;
+		o.y += w * v.y;
+		o.z += w * v.z;
+		o.w += w * v.w;
 	}
+	float *od = p.out + i * kDim + 4 * tid;
+	od[0] = o.x * f;
+	od[1] = o.y * f;
+	od[2] = o.z * f;
+	od[3] = o.w * f;
 }
 
 __global__ void combine_kernel(strata_attn_combine_params p)
@@ -285,50 +491,106 @@ __global__ void map_kernel(strata_attn_map_params p)
 	}
 }
 
-int attn_sm_count(const strata_dev *dev)
+int attn_dev_attr(const strata_dev *dev, cudaDeviceAttr a, int fallback)
 {
 	int v = 0;
-	if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev->device) !=
-		    cudaSuccess || v <= 0) {
+	if (cudaDeviceGetAttribute(&v, a, dev->device) != cudaSuccess || v <= 0) {
 		(void)cudaGetLastError(); /* not a launch failure: assume an H100/H200 */
-		v = 132;
+		v = fallback;
 	}
 	return v;
 }
 
-/* The most chunks a list of this call may be cut into: enough blocks for about one
- * full wave (kBlocksPerSm per SM), none where the unsplit grid already fills it. */
-int attn_split_cap(const strata_dev *dev, const strata_attn_params *p)
+int attn_sm_count(const strata_dev *dev)
 {
-	long blocks = (long)p->n_rows * ((p->heads + kHeads - 1) / kHeads);
-	long slots = (long)kBlocksPerSm * attn_sm_count(dev);
-	if (blocks < 1 || blocks * 2 > slots)
-		return 1;
-	long cap = slots / blocks;
-	return (int)(cap < kMaxSplit ? cap : kMaxSplit);
+	return attn_dev_attr(dev, cudaDevAttrMultiProcessorCount, 132);
 }
 
-struct attn_split {
+/* The most chunks a list of this call may be cut into, whatever its length: no more
+ * than one block per SM for the widest head group (64). */
+int attn_split_cap(const strata_dev *dev, const strata_attn_params *p)
+{
+	long groups = (p->heads + 63) / 64;
+	long blocks = (long)p->n_rows * groups;
+	if (blocks < 1)
+		return 1;
+	long cap = attn_sm_count(dev) / blocks;
+	return (int)(cap < 1 ? 1 : cap < kMaxSplit ? cap : kMaxSplit);
+}
+
+struct attn_plan {
+	int hg;            /* heads per block: 64, 32 or 16 */
 	int S, chunk;      /* S = 1: unsplit */
 	size_t ml_bytes;   /* offset of the outputs in the scratch (256-aligned) */
 	size_t bytes;
 };
 
-/* Chunks are whole tiles (a partial tile costs a full one) of at least kTile entries. */
-attn_split attn_split_for(const strata_attn_params *p, int S)
+/* Heads per block: the widest group (fewest reads and dequantisations of each entry)
+ * that still offers about two blocks per SM of (row, group, tile) work, or the
+ * narrowest; never wider than the heads need or shared memory allows. Then the split:
+ * chunks of whole tiles, as many as leave one block per SM. Only shapes, the SM count
+ * and the shared-memory limit go in, so a call's arithmetic is fixed by its shapes. */
+attn_plan attn_plan_for(const strata_dev *dev, const strata_attn_params *p, bool may_split)
 {
-	attn_split sp = { 1, p->n_idx + p->n_win, 0, 0 };
 	const int n_tot = p->n_idx + p->n_win;
-	if (S < 2 || n_tot < 2 * kTile)
-		return sp;
-	int chunk = (n_tot + S - 1) / S;
-	chunk = (chunk + kTile - 1) / kTile * kTile;
-	sp.S = (n_tot + chunk - 1) / chunk;
-	sp.chunk = chunk;
-	size_t parts = (size_t)p->n_rows * p->heads * sp.S;
-	sp.ml_bytes = (parts * sizeof(float2) + 255) / 256 * 256;
-	sp.bytes = sp.ml_bytes + parts * kDim * sizeof(float);
-	return sp;
+	const long tiles = (n_tot + kTile - 1) / kTile;
+	const int sms = attn_sm_count(dev);
+	const size_t smem_max =
+		(size_t)attn_dev_attr(dev, cudaDevAttrMaxSharedMemoryPerBlockOptin, 232448);
+	int hg = p->heads <= 16 ? 16 : p->heads <= 32 ? 32 : 64;
+	while (hg > 16 && attn_smem_bytes(hg) > smem_max)
+		hg /= 2;
+	for (; hg > 16; hg /= 2) {
+		long units = (long)p->n_rows * ((p->heads + hg - 1) / hg) * tiles;
+		if (units >= 2L * sms)
+			break;
+	}
+	attn_plan pl = { hg, 1, n_tot, 0, 0 };
+	if (!may_split || tiles < 2)
+		return pl;
+	long blocks = (long)p->n_rows * ((p->heads + hg - 1) / hg);
+	long s = sms / blocks;
+	long cap = attn_split_cap(dev, p);
+	s = s < cap ? s : cap;
+	s = s < tiles ? s : tiles;
+	if (s < 2)
+		return pl;
+	long per = (tiles + s - 1) / s; /* tiles per chunk */
+	pl.chunk = (int)(per * kTile);
+	pl.S = (int)((tiles + per - 1) / per);
+	size_t parts = (size_t)p->n_rows * p->heads * pl.S;
+	pl.ml_bytes = (parts * sizeof(float2) + 255) / 256 * 256;
+	pl.bytes = pl.ml_bytes + parts * kDim * sizeof(float);
+	return pl;
+}
+
+template <int HG>
+int attn_launch(strata_dev *dev, const strata_attn_params *p, const attn_plan &pl, cudaStream_t st)
+{
+	static bool attr_set; /* benign race: every caller sets the same value */
+	const size_t smem = attn_smem_bytes(HG);
+	if (!attr_set) {
+		cudaFuncSetAttribute(attn_kernel<HG, false>,
+				     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		cudaFuncSetAttribute(attn_kernel<HG, true>,
+				     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		attr_set = true;
+	}
+	dim3 grid((unsigned)p->n_rows, (unsigned)((p->heads + HG - 1) / HG));
+	if (pl.S < 2) {
+		attn_kernel<HG, false><<<grid, kThreads, smem, st>>>(*p, pl.chunk, nullptr, nullptr);
+		return strata_dev_check(dev, "attention");
+	}
+	float2 *ml = (float2 *)p->scratch;
+	float *u = (float *)((char *)p->scratch + pl.ml_bytes);
+	grid.z = (unsigned)pl.S;
+	attn_kernel<HG, true><<<grid, kThreads, smem, st>>>(*p, pl.chunk, ml, u);
+	int err = strata_dev_check(dev, "attention (split)");
+	if (err)
+		return err;
+	split_combine_kernel<<<(unsigned)((size_t)p->n_rows * p->heads), kCombThreads, 0, st>>>(
+		*p, pl.S, ml, u);
+	return strata_dev_check(dev, "attention split combine");
 }
 
 } /* namespace */
@@ -339,10 +601,9 @@ extern "C" size_t strata_k_attn_scratch_gpu(const strata_dev *dev, const strata_
 	int cap = attn_split_cap(dev, p);
 	if (cap < 2 || p->n_idx + p->n_win < 2 * kTile)
 		return 0;
-	attn_split sp = { cap, kTile, 0, 0 };
 	size_t parts = (size_t)p->n_rows * p->heads * cap;
-	sp.ml_bytes = (parts * sizeof(float2) + 255) / 256 * 256;
-	return sp.ml_bytes + parts * kDim * sizeof(float);
+	size_t ml_bytes = (parts * sizeof(float2) + 255) / 256 * 256;
+	return ml_bytes + parts * kDim * sizeof(float);
 }
 
 extern "C" int strata_k_attn_gpu(strata_dev *dev, const strata_attn_params *p,
@@ -352,36 +613,24 @@ extern "C" int strata_k_attn_gpu(strata_dev *dev, const strata_attn_params *p,
 	    (p->n_rows && (!p->q || !p->out)) || (p->n_idx && (!p->pool || !p->idx || p->B < 1)) ||
 	    (p->n_win && (!p->win_pool || !p->win_idx || p->win_B < 1)))
 		return -EINVAL;
+	/* Entries are copied in 16-byte pieces where the pool allows, 4-byte ones at least. */
+	if ((p->n_idx && ((uintptr_t)p->pool & 3)) || (p->n_win && ((uintptr_t)p->win_pool & 3)))
+		return -EINVAL;
 	if (p->n_rows == 0)
 		return 0;
-	static bool attr_set; /* benign race: every caller sets the same value */
-	size_t smem = attn_smem_bytes();
-	if (!attr_set) {
-		cudaFuncSetAttribute(attn_kernel<false>,
-				     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-		cudaFuncSetAttribute(attn_kernel<true>,
-				     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-		attr_set = true;
-	}
+	attn_plan pl = attn_plan_for(dev, p, p->scratch != nullptr);
+	if (pl.S > 1 && pl.bytes > p->scratch_bytes)
+		pl = attn_plan_for(dev, p, false);
 	cudaStream_t st = (cudaStream_t)s;
-	dim3 grid((unsigned)p->n_rows, (unsigned)((p->heads + kHeads - 1) / kHeads));
-	attn_split sp = attn_split_for(p, p->scratch ? attn_split_cap(dev, p) : 1);
-	if (sp.S < 2 || sp.bytes > p->scratch_bytes) {
-		attn_kernel<false><<<grid, kThreads, smem, st>>>(*p, sp.chunk, nullptr, nullptr);
-		return strata_dev_check(dev, "attention");
+	switch (pl.hg) {
+	case 64:
+		return attn_launch<64>(dev, p, pl, st);
+	case 32:
+		return attn_launch<32>(dev, p, pl, st);
+	default:
+		return attn_launch<16>(dev, p, pl, st);
 	}
-	float2 *ml = (float2 *)p->scratch;
-	float *u = (float *)((char *)p->scratch + sp.ml_bytes);
-	grid.z = (unsigned)sp.S;
-	attn_kernel<true><<<grid, kThreads, smem, st>>>(*p, sp.chunk, ml, u);
-	int err = strata_dev_check(dev, "attention (split)");
-	if (err)
-		return err;
-	split_combine_kernel<<<(unsigned)((size_t)p->n_rows * p->heads), kCombThreads, 0, st>>>(
-		*p, sp.S, ml, u);
-	return strata_dev_check(dev, "attention split combine");
 }
-
 extern "C" int strata_k_attn_combine_gpu(strata_dev *dev, const strata_attn_combine_params *p,
 					 strata_stream *s)
 {

@@ -105,6 +105,25 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* atomicAdd(addr, 1) for every lane that calls it with on set, as one atomic per
+ * distinct address in the warp: equal scores land in one bin, and 32 lanes adding 1
+ * to one shared word one at a time serialise (a row of zero scores, a crowded tie).
+ * Returns the lane's old value plus its rank among its address's lanes (0 when off). */
+__device__ __forceinline__ uint32_t agg_inc(uint32_t *addr, bool on)
+{
+	const unsigned act = __activemask();
+	const unsigned onm = __ballot_sync(act, on);
+	if (!on)
+		return 0;
+	const unsigned grp = __match_any_sync(onm, (unsigned long long)(uintptr_t)addr);
+	const int lane = (int)(threadIdx.x & 31), leader = __ffs(grp) - 1;
+	uint32_t base = 0;
+	if (lane == leader)
+		base = atomicAdd(addr, (uint32_t)__popc(grp));
+	base = __shfl_sync(grp, base, leader);
+	return base + (uint32_t)__popc(grp & ((1u << lane) - 1u));
+}
+
 /* Page base of logical key `key` of a request, and its offset in the page. */
 template <int EB>
 __device__ __forceinline__ const uint8_t *key_page(const Args &a, const int32_t *pt, int key,
@@ -803,8 +822,8 @@ __device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *pre
 			sm.digit = -1;
 		__syncthreads();
 		each([&](unsigned long long key) {
-			if ((key & mask) == prefix)
-				atomicAdd(&sm.h256[(key >> shift) & 255u], 1u);
+			const bool in = (key & mask) == prefix;
+			agg_inc(&sm.h256[in ? (key >> shift) & 255u : 0u], in);
 		});
 		__syncthreads();
 		if (tid < 32) { /* lane l: bins 255-8l down to 248-8l */
@@ -962,11 +981,11 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 		auto classify = [&](unsigned long long key) {
 			uint32_t b2 = sub_of((uint32_t)(key >> 32), base, shift);
 			if (b2 > (uint32_t)b2s) {
-				uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
+				uint32_t at = above1 + agg_inc(&sm.n_t, true);
 				if (at < (uint32_t)k)
 					sm.ids[at] = id_of(key);
 			} else if (b2 == (uint32_t)b2s) {
-				uint32_t c = atomicAdd(&sm.n_c, 1u);
+				uint32_t c = agg_inc(&sm.n_c, true);
 				if (c < (uint32_t)kCC)
 					sm.u.cc[c] = key;
 			}
@@ -983,7 +1002,7 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 	__syncthreads();
 	const uint32_t nC = sm.n_c;
 	auto take = [&](unsigned long long key) {
-		uint32_t at = above1 + atomicAdd(&sm.n_t, 1u);
+		uint32_t at = above1 + agg_inc(&sm.n_t, true);
 		if (at < (uint32_t)k)
 			sm.ids[at] = id_of(key);
 	};
@@ -1134,7 +1153,7 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 				}
 				if (is_cand) {
 					const uint32_t o = idx_ord32(s[u]);
-					atomicAdd(&sm.u.h2[sub_of(o, base, shift)], 1u);
+					agg_inc(&sm.u.h2[sub_of(o, base, shift)], true);
 					uint32_t idx = bc + (uint32_t)__popc(mc & lt);
 					if (idx < a.cap)
 						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |

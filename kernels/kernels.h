@@ -389,7 +389,13 @@ int strata_k_hotcache_cpu(const strata_hotcache_params *p);
  * head) and STRATA_ATTN_GPU_ATOL on lse. Both backends are deterministic: the same
  * entries in the same order with the same bytes give bit-identical outputs.
  *
- * Split over entries (GPU): when rows x head groups of 8 would leave most SMs idle
+ * GPU blocks cover a row's heads in groups of 64, 32 or 16 (the widest that keeps the
+ * GPU busy; a head's arithmetic does not depend on the width), so each entry is read
+ * and dequantised once per row, head group and chunk. pool and win_pool must be
+ * 4-byte aligned on the GPU (-EINVAL otherwise; device allocations are 256-byte
+ * aligned and take the faster 16-byte copy path).
+ *
+ * Split over entries (GPU): when rows x head groups would leave most SMs idle
  * (small batch), the list (idx then win_idx, same global order) is cut into S chunks,
  * each block computes its chunk's max, sum and unnormalised output into p->scratch,
  * and a second kernel merges the chunks exactly (m = max m_c, Z = sum e^(m_c - m) l_c,

@@ -1,6 +1,9 @@
 /* GPU sparse attention and LSE combine against the CPU twins (kernels.h tolerances),
  * and run-to-run determinism, for the unsplit kernel (no scratch) and the split-over-
- * entries path (strata_k_attn_scratch() bytes). */
+ * entries path (strata_k_attn_scratch() bytes). Shapes cover each head-group width the
+ * kernel picks (16, 32, 64; heads not a multiple of it; 128 heads), holes, empty rows
+ * and lists, 1-entry lists, long HCA lists, no sink, and pools / queries that are not
+ * 16-byte aligned (the kernel's 4-byte copy and scalar query paths). */
 #include <check.h>
 #include <math.h>
 
@@ -39,13 +42,32 @@ static void check_close(const float *gpu, const float *cpu, const float *glse,
 	}
 }
 
-/* rows x heads over n_idx selected entries of a pool (-1 holes) and n_win window
- * entries; V4-Flash shapes by default. Row 0's first hole_run idx entries are -1 (a
- * whole chunk without entries on the split path). want_split: the split path must run
- * (H100/H200 SM counts). */
-static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, uint64_t seed,
-			int hole_run, bool want_split)
+/* A case: rows x heads over n_idx selected entries of a pool (idx_holes: 1 in that
+ * many are -1; 0 none) and n_win window entries (win_holes likewise). Row 0's first
+ * hole_run idx entries are -1 (a whole chunk without entries on the split path);
+ * empty_last: the last row (rows > 1) has no valid entry at all. want_split: the
+ * split path must run (H100/H200 SM counts). misalign: pool and q handed to the
+ * kernel 4 bytes past a 16-byte boundary. */
+typedef struct acase {
+	int rows, heads, n_idx, n_win, pool_n;
+	uint64_t seed;
+	int hole_run, idx_holes, win_holes;
+	bool want_split, empty_last, no_sink, misalign;
+} acase;
+
+/* Copy to the device at byte offset off of a fresh allocation (*base: to free). */
+static void *to_dev_at(const void *h, size_t n, size_t off, void **base)
 {
+	ck_assert_int_eq(strata_dev_alloc(dev, n + off + 16, base), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, (char *)*base + off, h, n, NULL), 0);
+	return (char *)*base + off;
+}
+
+static void run_acase(const acase *ac)
+{
+	const int rows = ac->rows, heads = ac->heads, n_idx = ac->n_idx, n_win = ac->n_win;
+	const int pool_n = ac->pool_n, hole_run = ac->hole_run;
+	uint64_t seed = ac->seed;
 	int B = 64, blocks = (pool_n + B - 1) / B;
 	size_t pool_bytes = (size_t)blocks * strata_main_block_stride(B);
 	uint8_t *pool = calloc(1, pool_bytes);
@@ -63,25 +85,39 @@ static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, u
 	int32_t *idx = malloc(sizeof *idx * ((size_t)rows * n_idx + 1));
 	int32_t *win = malloc(sizeof *win * ((size_t)rows * n_win + 1));
 	for (int i = 0; i < rows * n_idx; i++)
-		idx[i] = (tu_next(&seed) % 13 == 0) ? -1 : (int32_t)(tu_next(&seed) % pool_n);
+		idx[i] = (ac->idx_holes && tu_next(&seed) % (uint64_t)ac->idx_holes == 0)
+				 ? -1 : (int32_t)(tu_next(&seed) % (uint64_t)pool_n);
 	for (int i = 0; i < rows * n_win; i++)
-		win[i] = (int32_t)(tu_next(&seed) % pool_n);
-	if (rows > 1) /* an empty row */
+		win[i] = (ac->win_holes && tu_next(&seed) % (uint64_t)ac->win_holes == 0)
+				 ? -1 : (int32_t)(tu_next(&seed) % (uint64_t)pool_n);
+	if (rows > 1 && ac->empty_last) {
 		for (int j = 0; j < n_idx; j++)
 			idx[(size_t)(rows - 1) * n_idx + j] = -1;
+		for (int j = 0; j < n_win; j++)
+			win[(size_t)(rows - 1) * n_win + j] = -1;
+	}
 	for (int j = 0; j < hole_run && j < n_idx; j++)
 		idx[j] = -1;
 	float *co = malloc(sizeof *co * qn), *cl = malloc(sizeof *cl * rows * heads);
 	strata_attn_params p = { .n_rows = rows, .heads = heads, .scale = 1.0f / sqrtf(512.0f),
-				 .q = q, .sink = sink, .pool = pool, .B = B, .idx = idx,
-				 .n_idx = n_idx, .win_pool = pool, .win_B = B, .win_idx = win,
-				 .n_win = rows > 1 ? 0 : n_win, .out = co, .lse = cl };
+				 .q = q, .sink = ac->no_sink ? NULL : sink, .pool = pool, .B = B,
+				 .idx = idx, .n_idx = n_idx, .win_pool = pool, .win_B = B,
+				 .win_idx = win, .n_win = n_win, .out = co, .lse = cl };
 	ck_assert_int_eq(strata_k_attn_cpu(&p), 0);
+	if (rows > 1 && ac->empty_last)
+		for (int h = 0; h < heads; h++) {
+			size_t i = (size_t)(rows - 1) * heads + h;
+			ck_assert(isinf(cl[i]) && cl[i] < 0);
+			for (int d = 0; d < D; d++)
+				ck_assert(co[i * D + d] == 0.0f);
+		}
 
 	strata_attn_params g = p;
-	g.q = to_dev(q, sizeof *q * qn);
-	g.sink = to_dev(sink, sizeof *sink * heads);
-	g.pool = to_dev(pool, pool_bytes);
+	void *q_base = NULL, *pool_base = NULL;
+	size_t off = ac->misalign ? 4 : 0;
+	g.q = to_dev_at(q, sizeof *q * qn, off, &q_base);
+	g.sink = ac->no_sink ? NULL : to_dev(sink, sizeof *sink * heads);
+	g.pool = to_dev_at(pool, pool_bytes, off, &pool_base);
 	g.win_pool = g.pool;
 	g.idx = to_dev(idx, sizeof *idx * ((size_t)rows * n_idx + 1));
 	g.win_idx = to_dev(win, sizeof *win * ((size_t)rows * n_win + 1));
@@ -104,7 +140,7 @@ static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, u
 
 	/* The split path: same tolerance against the CPU twin, deterministic too. */
 	size_t sb = strata_k_attn_scratch(dev, &g);
-	if (want_split)
+	if (ac->want_split)
 		ck_assert_uint_gt(sb, 0);
 	void *dscr = NULL;
 	if (sb) {
@@ -147,6 +183,10 @@ static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, u
 	gc.part_out = to_dev(po, sizeof *po * 3 * qn);
 	gc.part_lse = to_dev(pl, sizeof *pl * 3 * rows * heads);
 	gc.sink = g.sink;
+	if (!gc.sink) { /* the combine's sink path is covered by the other cases */
+		c.sink = NULL;
+		ck_assert_int_eq(strata_k_attn_combine_cpu(&c), 0);
+	}
 	gc.out = dout;
 	gc.lse = dlse;
 	ck_assert_int_eq(strata_k_attn_combine(dev, &gc, NULL), 0);
@@ -157,9 +197,9 @@ static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, u
 
 	strata_dev_free(dev, (void *)gc.part_out);
 	strata_dev_free(dev, (void *)gc.part_lse);
-	strata_dev_free(dev, (void *)g.q);
+	strata_dev_free(dev, q_base);
 	strata_dev_free(dev, (void *)g.sink);
-	strata_dev_free(dev, (void *)g.pool);
+	strata_dev_free(dev, pool_base);
 	strata_dev_free(dev, (void *)g.idx);
 	strata_dev_free(dev, (void *)g.win_idx);
 	strata_dev_free(dev, dout);
@@ -167,6 +207,16 @@ static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, u
 	strata_dev_free(dev, dscr);
 	free(pool); free(src); free(q); free(sink); free(idx); free(win); free(co); free(cl);
 	free(go); free(gl); free(go2); free(pl); free(po); free(cco); free(ccl);
+}
+
+static void run_case_ex(int rows, int heads, int n_idx, int n_win, int pool_n, uint64_t seed,
+			int hole_run, bool want_split)
+{
+	/* The original shapes: 1 in 13 idx entries a hole, the last row of a batch empty
+	 * (and then no window for any row). */
+	acase ac = { rows, heads, n_idx, rows > 1 ? 0 : n_win, pool_n, seed, hole_run, 13, 0,
+		     want_split, true, false, false };
+	run_acase(&ac);
 }
 
 static void run_case(int rows, int heads, int n_idx, int n_win, int pool_n, uint64_t seed)
@@ -195,6 +245,88 @@ END_TEST
 START_TEST(split_two_rows) { run_case_ex(2, 64, 1150, 0, 4096, 9, 0, true); }
 END_TEST
 
+/* The head-group widths and their edges (132 SMs): 40 heads x 8 rows x 1,128 entries
+ * (a group of 64, 24 idle), 20 heads x 9 rows x 1,000 (a group of 32, 12 idle),
+ * 128 heads at batch 2 (groups of 16, wide split), batch 32 (a group of 64, split 4),
+ * with windows on every row and holes in both lists. */
+START_TEST(heads_40_window_holes)
+{
+	acase ac = { 8, 40, 1000, 128, 4000, 10, 0, 7, 5, false, true, false, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(heads_20_no_sink)
+{
+	acase ac = { 9, 20, 900, 100, 3000, 11, 0, 9, 0, false, false, true, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(heads_128_pro)
+{
+	acase ac = { 2, 128, 512, 128, 4096, 12, 0, 11, 0, true, false, false, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(flash_batch32)
+{
+	acase ac = { 32, 64, 512, 128, 16384, 13, 0, 17, 0, false, true, false, false };
+	run_acase(&ac);
+}
+END_TEST
+/* HCA at 1M context: 8,192 C128 entries + the window, batch 1 (wide split) and 2. */
+START_TEST(hca_8192_batch1)
+{
+	acase ac = { 1, 64, 8192, 128, 16384, 14, 0, 0, 0, true, false, false, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(hca_8192_batch2_holes)
+{
+	acase ac = { 2, 64, 8192, 128, 16384, 15, 100, 29, 31, true, false, false, false };
+	run_acase(&ac);
+}
+END_TEST
+/* Tiny lists: one entry (idx or window only), a window-only batch, no entries at all. */
+START_TEST(one_entry_idx)
+{
+	acase ac = { 2, 64, 1, 0, 64, 16, 0, 0, 0, false, false, false, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(one_entry_win)
+{
+	acase ac = { 1, 16, 0, 1, 64, 17, 0, 0, 0, false, false, true, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(window_only_batch)
+{
+	acase ac = { 5, 64, 0, 128, 512, 18, 0, 0, 9, false, true, false, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(no_entries)
+{
+	/* Every entry a hole: out 0 and lse -inf everywhere, split or not. */
+	acase ac = { 2, 64, 96, 32, 256, 19, 96, 1, 1, false, true, false, false };
+	run_acase(&ac);
+}
+END_TEST
+START_TEST(empty_lists)
+{
+	acase ac = { 3, 24, 0, 0, 64, 20, 0, 0, 0, false, false, false, false };
+	run_acase(&ac);
+}
+END_TEST
+/* Pool and queries 4 bytes off a 16-byte boundary: the 4-byte copy and scalar query
+ * paths, split and unsplit, within the same tolerance. */
+START_TEST(misaligned_pool)
+{
+	acase ac = { 1, 64, 700, 128, 4096, 21, 0, 13, 0, true, false, false, true };
+	run_acase(&ac);
+}
+END_TEST
+
 int main(void)
 {
 	tu_require_gpu();
@@ -204,7 +336,7 @@ int main(void)
 		return 1;
 	Suite *s = suite_create("gpu_attention");
 	TCase *tc = tcase_create("gpu");
-	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, flash_batch1);
 	tcase_add_test(tc, flash_batch8);
 	tcase_add_test(tc, odd_shapes);
@@ -214,6 +346,18 @@ int main(void)
 	tcase_add_test(tc, split_empty_chunk);
 	tcase_add_test(tc, split_odd_heads);
 	tcase_add_test(tc, split_two_rows);
+	tcase_add_test(tc, heads_40_window_holes);
+	tcase_add_test(tc, heads_20_no_sink);
+	tcase_add_test(tc, heads_128_pro);
+	tcase_add_test(tc, flash_batch32);
+	tcase_add_test(tc, hca_8192_batch1);
+	tcase_add_test(tc, hca_8192_batch2_holes);
+	tcase_add_test(tc, one_entry_idx);
+	tcase_add_test(tc, one_entry_win);
+	tcase_add_test(tc, window_only_batch);
+	tcase_add_test(tc, no_entries);
+	tcase_add_test(tc, empty_lists);
+	tcase_add_test(tc, misaligned_pool);
 	suite_add_tcase(s, tc);
 	/* No fork: a CUDA context does not survive fork(), and the parent has one. */
 	SRunner *sr = srunner_create(s);
