@@ -275,8 +275,12 @@ int ref_layer_init(ref_layer_w *w, const strata_model *m, int layer, uint64_t se
 		free(ibase);
 		for (int i = 0; i < m->index_heads * REF_ID; i++)
 			w->iq_head[i] = 1.0f + 0.5f * ref_rng_uniform(&rng);
+		/* zero-mean: with a bias of 1 in ref_index_query the head weights vary with
+		 * the token but stay positive, so a score ranks keys by their similarity;
+		 * an all-positive w_iw made every weight take the sign of sum(h), and rows
+		 * with a negative sum scored every key <= 0 (top-k = the lowest ids) */
 		for (int i = 0; i < m->index_heads * REF_HID; i++)
-			w->w_iw[i] = 0.2f + 0.1f * ref_rng_uniform(&rng);
+			w->w_iw[i] = 0.05f * ref_rng_uniform(&rng);
 	}
 	err = 0;
 out:
@@ -339,7 +343,7 @@ void ref_index_query(const ref_layer_w *w, int iheads, const float *h, int64_t t
 	matvec(w->w_iw, iheads, h, wts);
 	const float c = 0.08838834764831845f * (1.0f / sqrtf((float)iheads));
 	for (int k = 0; k < iheads; k++)
-		wts[k] *= c; /* 128^-0.5 * heads^-0.5 (FORMATS.md section 4) */
+		wts[k] = (1.0f + wts[k]) * c; /* 128^-0.5 * heads^-0.5 (FORMATS.md section 4) */
 }
 
 /* ---- inputs ------------------------------------------------------------------------ */
