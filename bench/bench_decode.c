@@ -5,11 +5,13 @@
  * engine, for HiSparse (C4 main on the pinned host tier behind prefetch/'s hot
  * cache), all-resident (the limit measured in the same run) and synchronous swap-in
  * (every selected entry gathered on the compute stream right after top-k, no cache,
- * no prediction: SGLang today).
+ * no prediction: SGLang today), and with --direct HiSparse with direct_misses (hits
+ * from the hot pool, misses read in place from the host tier by attention, admission
+ * on a side stream after attention).
  * Contexts are given a synthetic fill (strata_ref_engine_fill) so that 1M tokens take
  * seconds; the decode steps are exact. Reports step time (median, p99) and its ratio
  * to all-resident, device bytes per request, the hit rate, whether the outputs of all
- * three modes are bit-identical, and how many requests of the largest context fit a
+ * four rows are bit-identical, and how many requests of the largest context fit a
  * device budget in each mode.
  */
 #include <errno.h>
@@ -23,12 +25,14 @@
 static const char *usage =
 	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
-	"                           [--device-gib G] [--host-gib G] [--profile]\n"
+	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
 	"and the device budget sets the 'requests that fit' figure (default 120 / 96).\n"
-	"--check: the three modes' outputs must be bit-identical (exit 1 otherwise).\n"
+	"--check: every mode's outputs must be bit-identical (exit 1 otherwise).\n"
+	"--direct: also run HiSparse with direct_misses (misses read in place by attention,\n"
+	"admitted after it on a side stream), row hisparse-direct.\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
 	"ncu --profile-from-start off: the kernels of exactly one decode step per mode).";
 
@@ -58,12 +62,13 @@ typedef struct point {
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int ctx, int batch, int hot, int uniform, int profile,
-		     point *pt)
+		     strata_ref_mode mode, int direct, int ctx, int batch, int hot, int uniform,
+		     int profile, point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	c.model = *m;
 	c.mode = mode;
+	c.direct_misses = direct;
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
 	c.hot_slots = hot;
@@ -125,7 +130,7 @@ int strata_bench_decode(int argc, char **argv)
 	uint64_t ctxs[8], batches[8];
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
-	int uniform = 0, hot = 0, profile = 0;
+	int uniform = 0, hot = 0, profile = 0, direct = 0;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -135,6 +140,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--profile")) {
 			profile = 1;
+			continue;
+		}
+		if (!strcmp(a, "--direct")) {
+			direct = 1;
 			continue;
 		}
 		if (!v) {
@@ -179,7 +188,9 @@ int strata_bench_decode(int argc, char **argv)
 		       "model math before it (not in step_ms); launch_ms = host time issuing the "
 		       "device phase (near step_ms: launch bound); %d warm-up + %d timed steps",
 		       m.name, uniform ? "uniform" : "structured", m.n_layers, o.warmup, o.reps);
-	static const char *names[3] = { "all-resident", "hisparse", "swapin" };
+	/* the fourth row (--direct) is HISPARSE with direct_misses (engine.h) */
+	enum { NMODES = 4 };
+	static const char *names[NMODES] = { "all-resident", "hisparse", "swapin", "hisparse-direct" };
 	int check_failed = 0;
 	uint64_t dev_budget = (uint64_t)(dev_gib * 1073741824.0);
 	uint64_t host_budget = (uint64_t)(host_gib * 1073741824.0);
@@ -188,8 +199,8 @@ int strata_bench_decode(int argc, char **argv)
 			int ctx = (int)ctxs[ci], batch = (int)batches[bi];
 			strata_sizes sz;
 			strata_model_sizes(&m, (uint64_t)ctx, &sz);
-			point pt[3] = { { 0 } };
-			for (int mode = 0; mode < 3; mode++) {
+			point pt[NMODES] = { { 0 } };
+			for (int mode = 0; mode < (direct ? NMODES : 3); mode++) {
 				uint64_t need_dev = (mode == 0 ? sz.total_bytes : sz.device_offloaded) *
 						    (uint64_t)batch;
 				uint64_t need_host = mode == 0 ? 0 : sz.c4_main_bytes * (uint64_t)batch;
@@ -199,15 +210,16 @@ int strata_bench_decode(int argc, char **argv)
 						       need_dev / 1073741824.0, need_host / 1073741824.0);
 					continue;
 				}
-				err = run_point(dev, &o, &m, (strata_ref_mode)mode, ctx, batch, hot, uniform,
-						profile, &pt[mode]);
+				err = run_point(dev, &o, &m,
+						mode == 3 ? STRATA_REF_HISPARSE : (strata_ref_mode)mode,
+						mode == 3, ctx, batch, hot, uniform, profile, &pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));
 					pt[mode].ok = 0;
 				}
 			}
-			for (int mode = 0; mode < 3; mode++) {
+			for (int mode = 0; mode < NMODES; mode++) {
 				if (!pt[mode].ok)
 					continue;
 				const char *same = !pt[0].ok ? "n/a"
@@ -223,7 +235,7 @@ int strata_bench_decode(int argc, char **argv)
 					      "vs_resident", pt[0].ok ? bench_fmt("%.3f", pt[mode].med_ms / pt[0].med_ms) : "n/a",
 					      "dev_MiB_per_req", bench_fmt("%.1f", pt[mode].dev_per_req / 1048576.0),
 					      "dev_vs_resident", pt[0].ok ? bench_fmt("%.3f", (double)pt[mode].dev_per_req / (double)pt[0].dev_per_req) : "n/a",
-					      "hit_rate", mode == 1 ? bench_fmt("%.3f", pt[mode].hit) : "-",
+					      "hit_rate", mode == 1 || mode == 3 ? bench_fmt("%.3f", pt[mode].hit) : "-",
 					      "identical", same, NULL);
 			}
 		}

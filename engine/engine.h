@@ -13,7 +13,10 @@
  *   STRATA_REF_ALL_RESIDENT  in a device pool; attention reads them in place.
  *   STRATA_REF_HISPARSE      on the pinned host tier; each step's selected entries are
  *                            looked up in a device hot cache and the misses gathered
- *                            into it; attention reads the hot pool.
+ *                            into it; attention reads the hot pool. With
+ *                            direct_misses, attention reads hits from the hot pool and
+ *                            misses in place from the host tier, and the misses are
+ *                            admitted on a side stream after the layer's attention.
  *   STRATA_REF_SWAPIN        on the pinned host tier; every selected entry is copied
  *                            into a staging pool right after top-k, on the compute
  *                            stream, with no cache (SGLang's HiSparse today).
@@ -56,6 +59,12 @@ typedef struct strata_ref_config {
 	uint64_t seed;           /* weights and inputs */
 	strata_ref_inputs inputs;
 	int keep_outputs;        /* keep the last step's outputs (strata_ref_engine_output) */
+	int direct_misses;       /* HISPARSE: attention reads each miss in place from the
+				    host tier (zero-copy) and the hot cache admits the
+				    step's misses on a side stream after the layer's
+				    attention, so no residency work sits between top-k and
+				    attention; no prediction. 0: misses are copied into the
+				    hot cache first (one kernel), prediction on. */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \

@@ -24,6 +24,9 @@ typedef struct ref_lay {
 	int next_csa;       /* the next CSA layer's index in lay[], or -1 */
 	int32_t *d_row_rl;  /* [n_req] hot-cache (request, layer) number of each row */
 	int32_t *d_src;     /* SWAPIN: [n_req][topk] host-tier slots to gather */
+	/* HISPARSE with direct_misses: the side stream admits this layer's misses once
+	 * ev_attn (after its attention, compute stream) has passed */
+	strata_event *ev_attn;
 	/* The decode step's staging (ref_step.c): this layer's part of e->h_prep /
 	 * e->d_prep, see prep_layout(). n_main / n_idx: entries completed this step. */
 	int n_main, n_idx;
@@ -67,6 +70,8 @@ struct strata_ref_engine {
 	uint8_t *stage_pool;
 	uint8_t *hot_base;      /* the pool attention reads in either mode */
 	int32_t *d_rowbase_k;   /* [n_req]: r * topk */
+	const int32_t *hc_map;  /* direct_misses: the hot cache's residency map */
+	int hc_stride;          /* its ids per rl */
 	int32_t *d_ap_rl, *d_ap_ids; /* HISPARSE appends: [stage_rows] */
 	int32_t *h_ap;          /* [2][stage_rows] */
 	/* strata_ref_engine_fill(): template entries on the device */
@@ -88,6 +93,9 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L);
 /* Turn L->d_ids into L->d_list over L->hot (HISPARSE: cache lookup + miss gather;
  * SWAPIN: gather everything). */
 int ref_fetch(strata_ref_engine *e, ref_lay *L);
+/* After the layer's attention was launched: direct_misses' admission on the side
+ * stream (a no-op otherwise). */
+int ref_fetch_after(strata_ref_engine *e, ref_lay *L);
 /* HISPARSE: n new C4 entries of layer L (floats in e->h_stage, request / id pairs in
  * reqs / ids) into the hot cache and, written back, the host tier. */
 /* HISPARSE: request req now has n_entries C4 entries on the host tier. */

@@ -182,7 +182,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 			     strata_ref_engine **out)
 {
 	if (!dev || !cfg || !out || cfg->size < sizeof *cfg || cfg->n_req < 1 ||
-	    cfg->max_ctx < 1 || cfg->mode < STRATA_REF_ALL_RESIDENT || cfg->mode > STRATA_REF_SWAPIN)
+	    cfg->max_ctx < 1 || cfg->mode < STRATA_REF_ALL_RESIDENT || cfg->mode > STRATA_REF_SWAPIN ||
+	    (cfg->direct_misses != 0 && (cfg->direct_misses != 1 || cfg->mode != STRATA_REF_HISPARSE)))
 		return -EINVAL;
 	int err = strata_model_validate(&cfg->model);
 	if (err)

@@ -37,6 +37,8 @@ int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 	free(rl);
 	if (!err && e->cfg.mode == STRATA_REF_SWAPIN)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * R * K, (void **)&L->d_src);
+	if (!err && e->cfg.mode == STRATA_REF_HISPARSE && e->cfg.direct_misses && L->w.ratio == 4)
+		err = strata_event_create(e->dev, &L->ev_attn);
 	return err;
 }
 
@@ -44,6 +46,31 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L)
 {
 	strata_dev_free(e->dev, L->d_row_rl);
 	strata_dev_free(e->dev, L->d_src);
+	strata_event_destroy(e->dev, L->ev_attn);
+	L->ev_attn = NULL;
+}
+
+/* direct_misses: the residency map, and per row the request's first entry in the
+ * layer's host tier (requests' blocks are back to back: r * nblk * 64), which makes
+ * strata_k_attn_map's "-2 - (base + id)" an entry of the attention's pool2 = L->c4. */
+static int direct_init(strata_ref_engine *e)
+{
+	const int R = e->cfg.n_req;
+	int err = strata_hotcache_residency(e->hc, &e->hc_map, &e->hc_stride);
+	if (err)
+		return err;
+	int32_t *hb = malloc(sizeof *hb * R);
+	if (!hb)
+		return -ENOMEM;
+	for (int r = 0; r < R; r++)
+		hb[r] = r * e->nblk * 64;
+	err = strata_dev_alloc(e->dev, sizeof *hb * R, (void **)&e->d_rowbase_k);
+	if (!err)
+		err = strata_dev_copy(e->dev, e->d_rowbase_k, hb, sizeof *hb * R, NULL);
+	if (!err)
+		err = strata_dev_sync(e->dev);
+	free(hb);
+	return err;
 }
 
 int ref_fetch_init(strata_ref_engine *e)
@@ -108,6 +135,8 @@ int ref_fetch_init(strata_ref_engine *e)
 		}
 	}
 	free(tab);
+	if (!err && e->cfg.direct_misses)
+		err = direct_init(e);
 	if (!err)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * e->stage_rows, (void **)&e->d_ap_rl);
 	if (!err)
@@ -150,12 +179,39 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 			return err;
 		return strata_k_attn_map(e->dev, &dst, NULL);
 	}
+	if (e->cfg.direct_misses) {
+		/* hits from the hot pool, misses in place from the host tier: the map's only
+		 * writers for this layer are appends (earlier on this stream) and the last
+		 * step's admission (joined at that step's end) */
+		strata_attn_map_params mp = { .n_rows = R, .width = K, .ids = L->d_ids,
+					      .row_base = e->d_rowbase_k, .out = L->d_list,
+					      .map = e->hc_map, .row_map = L->d_row_rl,
+					      .map_stride = e->hc_stride };
+		return strata_k_attn_map(e->dev, &mp, NULL);
+	}
 	strata_hotcache_batch b = { .rows = R, .k = K, .ids = L->d_ids, .row_rl = L->d_row_rl,
 				    .out = L->d_list };
 	if ((err = strata_hotcache_step(e->hc, &b, NULL)))
 		return err;
 	if (L->next_csa >= 0)
 		err = strata_hotcache_predict(e->hc, R, e->lay[L->next_csa].d_row_rl, e->side);
+	return err;
+}
+
+int ref_fetch_after(strata_ref_engine *e, ref_lay *L)
+{
+	if (e->cfg.mode != STRATA_REF_HISPARSE || !e->cfg.direct_misses || L->w.ratio != 4)
+		return 0;
+	/* Admit this step's misses (lookup, CLOCK victims, copies host -> pool) once
+	 * attention has read the layer: nothing the side stream does can change the
+	 * bytes attention reads, and the compute stream goes on with the next layer. */
+	strata_hotcache_batch b = { .rows = e->cfg.n_req, .k = e->m.index_topk, .ids = L->d_ids,
+				    .row_rl = L->d_row_rl, .out = NULL };
+	int err = strata_event_record(e->dev, L->ev_attn, NULL);
+	if (!err)
+		err = strata_stream_wait_event(e->dev, e->side, L->ev_attn);
+	if (!err)
+		err = strata_hotcache_step(e->hc, &b, e->side); /* joined at the step's end */
 	return err;
 }
 

@@ -266,6 +266,10 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 			if ((err = ref_fetch(e, L)))
 				return err;
 			a.pool = e->hot_base;
+			if (e->cfg.mode == STRATA_REF_HISPARSE && e->cfg.direct_misses) {
+				a.pool2 = L->c4; /* misses in place: the pinned host tier */
+				a.B2 = 64;
+			}
 		}
 		a.B = 64;
 		a.idx = L->d_list;
@@ -276,7 +280,9 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 		a.idx = e->d_c128_idx;
 		a.n_idx = n128;
 	}
-	return strata_k_attn(e->dev, &a, NULL);
+	if ((err = strata_k_attn(e->dev, &a, NULL)))
+		return err;
+	return L->w.ratio == 4 ? ref_fetch_after(e, L) : 0;
 }
 
 /* Phase (b), timed by ev0 .. ev1 on the compute stream: every layer's caches are

@@ -83,14 +83,24 @@ __device__ __forceinline__ void cp_async_wait_all()
 	asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-/* Slot of list position j of row r, or -1 (a hole, or past this block's chunk). */
+/* Slot of list position j of row r: >= 0 in pool (win_pool for the window), <= -2
+ * entry -2 - v of pool2 (selected list only, when pool2 is set), or -1 (a hole, or
+ * past this block's chunk). */
 __device__ __forceinline__ int entry_slot(const strata_attn_params &p, int r, int j, int c1)
 {
 	if (j >= c1)
 		return -1;
-	if (j < p.n_idx)
-		return __ldg(p.idx + (size_t)r * p.n_idx + j);
-	return __ldg(p.win_idx + (size_t)r * p.n_win + (j - p.n_idx));
+	int v;
+	if (j < p.n_idx) {
+		v = __ldg(p.idx + (size_t)r * p.n_idx + j);
+		if (v <= -2 && !p.pool2)
+			v = -1;
+	} else {
+		v = __ldg(p.win_idx + (size_t)r * p.n_win + (j - p.n_idx));
+		if (v < 0)
+			v = -1;
+	}
+	return v;
 }
 
 /* Thread (le, sub) starts copying its eighth of entry le (list position j) into the
@@ -99,12 +109,14 @@ __device__ __forceinline__ int entry_slot(const strata_attn_params &p, int r, in
 __device__ __forceinline__ void entry_issue(const strata_attn_params &p, uint8_t *raw,
 					    uint8_t *raw_sc, int le, int sub, int j, int slot)
 {
-	if (slot < 0)
+	if (slot == -1)
 		return;
-	const uint8_t *pool = j < p.n_idx ? p.pool : p.win_pool;
-	const int B = j < p.n_idx ? p.B : p.win_B;
-	const uint8_t *data = attn_entry_data(pool, B, slot);
-	const uint8_t *sc = attn_entry_scales(pool, B, slot);
+	const bool host = slot <= -2; /* pool2: read in place from the host tier */
+	const uint8_t *pool = host ? p.pool2 : j < p.n_idx ? p.pool : p.win_pool;
+	const int B = host ? p.B2 : j < p.n_idx ? p.B : p.win_B;
+	const int64_t e = host ? -2 - (int64_t)slot : (int64_t)slot;
+	const uint8_t *data = attn_entry_data(pool, B, e);
+	const uint8_t *sc = attn_entry_scales(pool, B, e);
 	uint8_t *dst = raw + le * kEntryData;
 	if (((uintptr_t)pool & 15) == 0) {
 		for (int c = sub; c < kEntryData / 16; c += 8)
@@ -130,7 +142,7 @@ __device__ __forceinline__ void entry_dequant(const uint8_t *raw, const uint8_t 
 	for (int k = 0; k < kDim / 32; k++) {
 		const int d = 4 * (sub + 8 * k);
 		float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-		if (slot >= 0) {
+		if (slot != -1) {
 			if (d < 448) {
 				uint32_t w = *(const uint32_t *)(src + d);
 				float s = codec_ue8m0_decode(raw_sc[le * 8 + (d >> 6)]);
@@ -149,7 +161,7 @@ __device__ __forceinline__ void entry_dequant(const uint8_t *raw, const uint8_t 
 		*(float4 *)(row + d) = v;
 	}
 	if (sub == 0)
-		valid[le] = slot >= 0;
+		valid[le] = slot != -1;
 }
 
 /* kSplit: block (r, g, c) covers entries [c * chunk, (c + 1) * chunk) of the list and
@@ -487,7 +499,15 @@ __global__ void map_kernel(strata_attn_map_params p)
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
 		int32_t id = p.ids[i];
-		p.out[i] = id < 0 ? -1 : p.row_base[i / p.width] + (p.positional ? (int32_t)(i % p.width) : id);
+		const size_t r = i / p.width;
+		if (id < 0) {
+			p.out[i] = -1;
+		} else if (p.map) {
+			const int32_t v = id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
+			p.out[i] = v >= 0 ? v : -2 - (p.row_base[r] + id);
+		} else {
+			p.out[i] = p.row_base[r] + (p.positional ? (int32_t)(i % p.width) : id);
+		}
 	}
 }
 
@@ -611,10 +631,12 @@ extern "C" int strata_k_attn_gpu(strata_dev *dev, const strata_attn_params *p,
 {
 	if (!p || p->n_rows < 0 || p->heads < 1 || p->n_idx < 0 || p->n_win < 0 ||
 	    (p->n_rows && (!p->q || !p->out)) || (p->n_idx && (!p->pool || !p->idx || p->B < 1)) ||
-	    (p->n_win && (!p->win_pool || !p->win_idx || p->win_B < 1)))
+	    (p->n_win && (!p->win_pool || !p->win_idx || p->win_B < 1)) ||
+	    (p->pool2 && p->B2 < 1))
 		return -EINVAL;
 	/* Entries are copied in 16-byte pieces where the pool allows, 4-byte ones at least. */
-	if ((p->n_idx && ((uintptr_t)p->pool & 3)) || (p->n_win && ((uintptr_t)p->win_pool & 3)))
+	if ((p->n_idx && ((uintptr_t)p->pool & 3)) || (p->n_win && ((uintptr_t)p->win_pool & 3)) ||
+	    ((uintptr_t)p->pool2 & 3))
 		return -EINVAL;
 	if (p->n_rows == 0)
 		return 0;
@@ -647,7 +669,8 @@ extern "C" int strata_k_attn_map_gpu(strata_dev *dev, const strata_attn_map_para
 				     strata_stream *s)
 {
 	if (!p || p->n_rows < 0 || p->width < 0 ||
-	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)))
+	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)) ||
+	    (p->map && (!p->row_map || p->map_stride < 1)))
 		return -EINVAL;
 	size_t n = (size_t)p->n_rows * p->width;
 	if (!n)

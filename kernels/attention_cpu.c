@@ -19,6 +19,8 @@ static int attn_check(const strata_attn_params *p)
 		return -EINVAL;
 	if (p->n_win && (!p->win_pool || !p->win_idx || p->win_B < 1))
 		return -EINVAL;
+	if (p->pool2 && p->B2 < 1)
+		return -EINVAL;
 	return 0;
 }
 
@@ -49,9 +51,11 @@ int strata_k_attn_cpu(const strata_attn_params *p)
 		for (int j = 0; j < n_tot; j++) {
 			int32_t slot = j < p->n_idx ? p->idx[(size_t)r * p->n_idx + j]
 						    : p->win_idx[(size_t)r * p->n_win + j - p->n_idx];
-			if (slot < 0)
+			if (j < p->n_idx && slot <= -2 && p->pool2)
+				dequant_entry(p->pool2, p->B2, -2 - (int64_t)slot, kv + (size_t)n * D);
+			else if (slot < 0)
 				continue;
-			if (j < p->n_idx)
+			else if (j < p->n_idx)
 				dequant_entry(p->pool, p->B, slot, kv + (size_t)n * D);
 			else
 				dequant_entry(p->win_pool, p->win_B, slot, kv + (size_t)n * D);
@@ -186,13 +190,23 @@ int strata_k_attn_combine(strata_dev *dev, const strata_attn_combine_params *p,
 int strata_k_attn_map_cpu(const strata_attn_map_params *p)
 {
 	if (!p || p->n_rows < 0 || p->width < 0 ||
-	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)))
+	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)) ||
+	    (p->map && (!p->row_map || p->map_stride < 1)))
 		return -EINVAL;
 	for (int r = 0; r < p->n_rows; r++)
 		for (int k = 0; k < p->width; k++) {
 			size_t i = (size_t)r * p->width + k;
 			int32_t id = p->ids[i];
-			p->out[i] = id < 0 ? -1 : p->row_base[r] + (p->positional ? k : id);
+			if (id < 0) {
+				p->out[i] = -1;
+			} else if (p->map) {
+				int32_t v = id < p->map_stride
+						    ? p->map[(size_t)p->row_map[r] * p->map_stride + id]
+						    : -1;
+				p->out[i] = v >= 0 ? v : -2 - (p->row_base[r] + id);
+			} else {
+				p->out[i] = p->row_base[r] + (p->positional ? k : id);
+			}
 		}
 	return 0;
 }

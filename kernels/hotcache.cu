@@ -341,7 +341,8 @@ __global__ void __launch_bounds__(HC_THREADS) hotcache_kernel(const strata_hotca
 		return;
 	}
 	for (int r = r0; r < r1; r++)
-		process_list(p, rl, miss, p.ids + (size_t)r * p.k, 0, p.k, p.out + (size_t)r * p.k,
+		process_list(p, rl, miss, p.ids + (size_t)r * p.k, 0, p.k,
+			     p.out ? p.out + (size_t)r * p.k : nullptr,
 			     sh);
 	if (p.mode == STRATA_HC_STEP) {
 		int32_t *sel = p.last_sel + (size_t)rl * p.sel_cap;

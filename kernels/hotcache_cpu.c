@@ -44,8 +44,8 @@ static int hc_ok(const strata_hotcache_params *p)
 		return 0;
 	switch (p->mode) {
 	case STRATA_HC_STEP:
-		return p->ids && p->out && p->k > 0 && p->list_cap >= p->k &&
-		       space_ok(&p->src) && space_ok(&p->dst);
+		return p->ids && p->k > 0 && p->list_cap >= p->k && space_ok(&p->src) &&
+		       space_ok(&p->dst);
 	case STRATA_HC_APPEND:
 		return p->ids && p->out && p->k > 0 && p->list_cap >= p->k;
 	case STRATA_HC_PREFETCH:
@@ -167,7 +167,7 @@ static void process_group(const strata_hotcache_params *p, int rl, int r0, int r
 	}
 	for (int r = r0; r < r1; r++)
 		process_list(p, rl, miss, p->ids + (size_t)r * p->k, 0, p->k,
-			     p->out + (size_t)r * p->k);
+			     p->out ? p->out + (size_t)r * p->k : NULL);
 	if (p->mode == STRATA_HC_STEP) {
 		int32_t *sel = p->last_sel + (size_t)rl * p->sel_cap;
 		int n = 0;

@@ -415,8 +415,14 @@ typedef struct strata_attn_params {
 	const float *sink;        /* [heads] fp32 sink logits, or NULL: no sink */
 	const uint8_t *pool;      /* main-entry blocks of strata_main_block_stride(B) */
 	int B;
-	const int32_t *idx;       /* [n_rows][n_idx], block*B + offset or -1 */
+	const int32_t *idx;       /* [n_rows][n_idx], block*B + offset or -1; with pool2,
+				     v <= -2 names entry -2 - v of pool2 */
 	int n_idx;                /* may be 0 (idx, pool unused) */
+	/* Optional second pool for idx (NULL: every negative idx is a hole): entries a
+	 * hot cache does not hold, read in place from the pinned host tier (zero-copy)
+	 * instead of being copied in first. Flat blocks of B2 entries, UVA on a GPU. */
+	const uint8_t *pool2;
+	int B2;
 	const uint8_t *win_pool;  /* window ring blocks, stride strata_main_block_stride(win_B) */
 	int win_B;
 	const int32_t *win_idx;   /* [n_rows][n_win] */
@@ -468,8 +474,15 @@ typedef struct strata_attn_map_params {
 	int width;
 	int positional;
 	const int32_t *ids;       /* [n_rows][width] */
-	const int32_t *row_base;  /* [n_rows] */
+	const int32_t *row_base;  /* [n_rows]; with map: the row's first host-tier entry */
 	int32_t *out;             /* [n_rows][width] (may alias ids) */
+	/* Through a hot cache's residency map instead (positional unused):
+	 *   v = map[row_map[r] * map_stride + id],
+	 *   out = v >= 0 ? v (the hot slot) : -2 - (row_base[r] + id) (pool2's entry: the
+	 *   host tier), so attention reads hits from the hot pool and misses in place. */
+	const int32_t *map;
+	const int32_t *row_map;   /* [n_rows] the row's map row (the hot cache's rl) */
+	int map_stride;           /* ids per map row */
 } strata_attn_map_params;
 
 int strata_k_attn_map(strata_dev *dev, const strata_attn_map_params *p, strata_stream *s);

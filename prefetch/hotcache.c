@@ -327,10 +327,19 @@ static strata_entry_space pool_space(const strata_hotcache *hc, uint8_t *base)
 	return sp;
 }
 
+int strata_hotcache_residency(const strata_hotcache *hc, const int32_t **map, int *max_entries)
+{
+	if (!hc || !map || !max_entries)
+		return -EINVAL;
+	*map = hc->map;
+	*max_entries = hc->c.max_entries;
+	return 0;
+}
+
 int strata_hotcache_step(strata_hotcache *hc, const strata_hotcache_batch *b, strata_stream *s)
 {
 	if (!hc || !b || b->rows < 0 || b->rows > hc->c.max_rows || b->k <= 0 ||
-	    b->k > hc->c.topk || (b->rows && (!b->ids || !b->row_rl || !b->out)))
+	    b->k > hc->c.topk || (b->rows && (!b->ids || !b->row_rl)))
 		return -EINVAL;
 	if (!b->rows)
 		return 0;

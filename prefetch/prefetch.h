@@ -90,6 +90,12 @@ typedef struct strata_hotcache_pool_info {
 	int n_slots;           /* n_rl * budget */
 } strata_hotcache_pool_info;
 int strata_hotcache_pool(const strata_hotcache *hc, strata_hotcache_pool_info *out);
+
+/* The residency map on the device, for callers that resolve ids themselves (e.g.
+ * strata_k_attn_map's map mode: hits from the pool, misses read in place from the host
+ * tier): map[rl * max_entries + id] is id's pool index or -1. It changes only inside
+ * step, predict and append, in their streams' order. Valid until destroy. */
+int strata_hotcache_residency(const strata_hotcache *hc, const int32_t **map, int *max_entries);
 /* The effective configuration (defaults filled in). */
 int strata_hotcache_get_config(const strata_hotcache *hc, strata_hotcache_config *out);
 
@@ -106,13 +112,15 @@ int strata_hotcache_bind_host_blocks(strata_hotcache *hc, int rl, uint8_t *const
 
 /* One step of one layer for a batch. ids and row_rl are device memory (host memory on
  * the CPU backend); out receives [rows][k] pool indices (-1 for an id of -1 and for
- * overflow). Rows of one rl must be adjacent (rl repeated only for MTP rows). */
+ * overflow), or is NULL when the caller has already read the entries elsewhere and
+ * only wants them admitted (counted as lookups, hits and misses all the same). Rows of
+ * one rl must be adjacent (rl repeated only for MTP rows). */
 typedef struct strata_hotcache_batch {
 	int rows;
 	int k;                 /* row stride, <= topk */
 	const int32_t *ids;    /* [rows][k], -1 = none */
 	const int32_t *row_rl; /* [rows] */
-	int32_t *out;          /* [rows][k] */
+	int32_t *out;          /* [rows][k], or NULL */
 } strata_hotcache_batch;
 int strata_hotcache_step(strata_hotcache *hc, const strata_hotcache_batch *b,
 			 strata_stream *stream);

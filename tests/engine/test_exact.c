@@ -1,5 +1,6 @@
 /* Reference engine on the CPU backend: compressor known cases, chunked == one-shot
- * prefill, and HiSparse / swap-in outputs bit-identical to all-resident. */
+ * prefill, and HiSparse (both fetch paths) / swap-in outputs bit-identical to
+ * all-resident. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -123,12 +124,13 @@ START_TEST(hadamard_and_rope)
 }
 END_TEST
 
-static strata_ref_engine *make(strata_dev *d, strata_ref_mode mode, int n_req, int hot,
-			       uint64_t seed, strata_ref_inputs in)
+static strata_ref_engine *make_direct(strata_dev *d, strata_ref_mode mode, int direct, int n_req,
+				      int hot, uint64_t seed, strata_ref_inputs in)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	ck_assert_int_eq(strata_model_preset("tiny", &c.model), 0);
 	c.mode = mode;
+	c.direct_misses = direct;
 	c.n_req = n_req;
 	c.max_ctx = 2048;
 	c.hot_slots = hot;
@@ -137,6 +139,12 @@ static strata_ref_engine *make(strata_dev *d, strata_ref_mode mode, int n_req, i
 	strata_ref_engine *e = NULL;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), 0);
 	return e;
+}
+
+static strata_ref_engine *make(strata_dev *d, strata_ref_mode mode, int n_req, int hot,
+			       uint64_t seed, strata_ref_inputs in)
+{
+	return make_direct(d, mode, 0, n_req, hot, seed, in);
 }
 
 static void run(strata_ref_engine *e, int n_req, int steps)
@@ -156,9 +164,18 @@ static void modes_identical(strata_ref_inputs in)
 	/* A hot cache barely larger than one selection: evictions every step. */
 	strata_ref_engine *b = make(d, STRATA_REF_HISPARSE, R, topk + 16, 11, in);
 	strata_ref_engine *c = make(d, STRATA_REF_SWAPIN, R, 0, 11, in);
+	/* misses read in place, admitted after attention */
+	strata_ref_engine *dm = make_direct(d, STRATA_REF_HISPARSE, 1, R, topk + 16, 11, in);
 	run(a, R, STEPS);
 	run(b, R, STEPS);
 	run(c, R, STEPS);
+	run(dm, R, STEPS);
+	ck_assert_uint_eq(strata_ref_engine_digest(a), strata_ref_engine_digest(dm));
+	strata_ref_stats sd;
+	strata_ref_engine_stats(dm, &sd);
+	ck_assert_uint_gt(sd.misses, 0); /* entries really came from the host tier */
+	ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
+	strata_ref_engine_destroy(dm);
 	int ns, nl, ns2, nl2;
 	const uint64_t *ha = strata_ref_engine_hashes(a, &ns, &nl);
 	const uint64_t *hb = strata_ref_engine_hashes(b, &ns2, &nl2);
@@ -203,6 +220,28 @@ END_TEST
 START_TEST(hisparse_identical_uniform)
 {
 	modes_identical(STRATA_REF_UNIFORM);
+}
+END_TEST
+
+START_TEST(direct_misses_needs_hisparse)
+{
+	strata_dev *d = open_cpu();
+	strata_ref_config c = STRATA_REF_CONFIG_INIT;
+	ck_assert_int_eq(strata_model_preset("tiny", &c.model), 0);
+	c.max_ctx = 1024;
+	strata_ref_engine *e = NULL;
+	c.direct_misses = 1; /* all-resident has no misses to read in place */
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.mode = STRATA_REF_SWAPIN;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.mode = STRATA_REF_HISPARSE;
+	c.direct_misses = 2;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	ck_assert_ptr_null(e);
+	c.direct_misses = 1;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), 0);
+	strata_ref_engine_destroy(e);
+	strata_dev_close(d);
 }
 END_TEST
 
@@ -329,6 +368,7 @@ int main(void)
 	tcase_add_test(tc, hadamard_and_rope);
 	tcase_add_test(tc, hisparse_identical_structured);
 	tcase_add_test(tc, hisparse_identical_uniform);
+	tcase_add_test(tc, direct_misses_needs_hisparse);
 	tcase_add_test(tc, chunked_prefill_identical);
 	tcase_add_test(tc, seed_changes_outputs);
 	tcase_add_test(tc, fill_then_decode_identical);

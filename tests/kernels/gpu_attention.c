@@ -327,6 +327,124 @@ START_TEST(misaligned_pool)
 }
 END_TEST
 
+/* Misses read in place: entries named -2 - e are read from a pinned host pool2 (UVA)
+ * while the others come from the device pool; the map kernel's map mode writes such a
+ * list. GPU output within tolerance of the CPU twin over the same entries in one pool,
+ * split and unsplit; the GPU map list equal to the CPU's word for word. */
+START_TEST(pool2_host_tier)
+{
+	enum { R = 2, H = 64, N = 512, NE = 2048, W = 128 };
+	const int B = 64;
+	size_t bytes = (size_t)(NE / B) * strata_main_block_stride(B);
+	uint8_t *hpool = calloc(1, bytes);
+	float *src = malloc(sizeof *src * (size_t)NE * D);
+	uint64_t seed = 41;
+	for (size_t i = 0; i < (size_t)NE * D; i++)
+		src[i] = (i % D < 448 ? 3.0f : 0.5f) * tu_uniform(&seed);
+	strata_main_encode_params ep = { .src = src, .n = NE, .B = B, .pool = hpool };
+	ck_assert_int_eq(strata_k_main_encode_cpu(&ep), 0);
+	uint8_t *pinned = NULL;
+	ck_assert_int_eq(strata_dev_host_alloc(dev, bytes, (void **)&pinned), 0);
+	memcpy(pinned, hpool, bytes);
+	uint8_t *dpool = to_dev(hpool, bytes); /* the "hot pool": same slots as the host */
+	/* residency: every third id of each request is resident (slot = its host entry) */
+	int32_t *map = malloc(sizeof *map * R * (NE / R));
+	for (int r = 0; r < R; r++)
+		for (int id = 0; id < NE / R; id++)
+			map[r * (NE / R) + id] = id % 3 ? -1 : r * (NE / R) + id;
+	int32_t ids[R * N], flat[R * N], win[R * W], row_base[R], row_map[R];
+	for (int r = 0; r < R; r++) {
+		row_base[r] = r * (NE / R);
+		row_map[r] = r;
+		for (int j = 0; j < N; j++) {
+			int32_t id = j % 97 == 5 ? -1 : (int32_t)(tu_next(&seed) % (NE / R));
+			ids[r * N + j] = id;
+			flat[r * N + j] = id < 0 ? -1 : row_base[r] + id;
+		}
+		for (int j = 0; j < W; j++)
+			win[r * W + j] = (int32_t)(tu_next(&seed) % NE);
+	}
+	int32_t cmap[R * N], gmap[R * N];
+	strata_attn_map_params mp = { .n_rows = R, .width = N, .ids = ids, .row_base = row_base,
+				      .out = cmap, .map = map, .row_map = row_map,
+				      .map_stride = NE / R };
+	ck_assert_int_eq(strata_k_attn_map_cpu(&mp), 0);
+	strata_attn_map_params gm = mp;
+	gm.ids = to_dev(ids, sizeof ids);
+	gm.row_base = to_dev(row_base, sizeof row_base);
+	gm.row_map = to_dev(row_map, sizeof row_map);
+	gm.map = to_dev(map, sizeof *map * R * (NE / R));
+	void *dlist;
+	ck_assert_int_eq(strata_dev_alloc(dev, sizeof gmap, &dlist), 0);
+	gm.out = dlist;
+	ck_assert_int_eq(strata_k_attn_map(dev, &gm, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, gmap, dlist, sizeof gmap, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	ck_assert_mem_eq(gmap, cmap, sizeof gmap);
+	int n_host = 0;
+	for (int i = 0; i < R * N; i++)
+		n_host += cmap[i] <= -2;
+	ck_assert_int_gt(n_host, R * N / 2);
+
+	size_t qn = (size_t)R * H * D;
+	float *q = malloc(sizeof *q * qn), *sink = malloc(sizeof *sink * H);
+	for (size_t i = 0; i < qn; i++)
+		q[i] = tu_uniform(&seed);
+	for (int h = 0; h < H; h++)
+		sink[h] = tu_uniform(&seed);
+	float *co = malloc(sizeof *co * qn), *cl = malloc(sizeof *cl * R * H);
+	strata_attn_params p = { .n_rows = R, .heads = H, .scale = 1.0f / sqrtf(512.0f), .q = q,
+				 .sink = sink, .pool = hpool, .B = B, .idx = flat, .n_idx = N,
+				 .win_pool = hpool, .win_B = B, .win_idx = win, .n_win = W,
+				 .out = co, .lse = cl };
+	ck_assert_int_eq(strata_k_attn_cpu(&p), 0);
+	strata_attn_params g = p;
+	g.q = to_dev(q, sizeof *q * qn);
+	g.sink = to_dev(sink, sizeof *sink * H);
+	g.pool = dpool;
+	g.win_pool = dpool;
+	g.idx = dlist;
+	g.win_idx = to_dev(win, sizeof win);
+	g.pool2 = pinned;
+	g.B2 = B;
+	void *dout, *dlse, *dscr = NULL;
+	ck_assert_int_eq(strata_dev_alloc(dev, sizeof *co * qn, &dout), 0);
+	ck_assert_int_eq(strata_dev_alloc(dev, sizeof *cl * R * H, &dlse), 0);
+	g.out = dout;
+	g.lse = dlse;
+	float *go = malloc(sizeof *go * qn), *gl = malloc(sizeof *gl * R * H);
+	for (int split = 0; split < 2; split++) {
+		if (split) {
+			g.scratch_bytes = strata_k_attn_scratch(dev, &g);
+			if (!g.scratch_bytes)
+				break;
+			ck_assert_int_eq(strata_dev_alloc(dev, g.scratch_bytes, &dscr), 0);
+			g.scratch = dscr;
+		}
+		ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, gl, dlse, sizeof *gl * R * H, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		check_close(go, co, gl, cl, R, H);
+	}
+	strata_dev_free(dev, dscr);
+	strata_dev_free(dev, dout);
+	strata_dev_free(dev, dlse);
+	strata_dev_free(dev, (void *)g.q);
+	strata_dev_free(dev, (void *)g.sink);
+	strata_dev_free(dev, (void *)g.win_idx);
+	strata_dev_free(dev, dlist);
+	strata_dev_free(dev, (void *)gm.ids);
+	strata_dev_free(dev, (void *)gm.row_base);
+	strata_dev_free(dev, (void *)gm.row_map);
+	strata_dev_free(dev, (void *)gm.map);
+	strata_dev_free(dev, dpool);
+	strata_dev_host_free(dev, pinned);
+	free(hpool); free(src); free(map); free(q); free(sink); free(co); free(cl);
+	free(go); free(gl);
+}
+END_TEST
+
 int main(void)
 {
 	tu_require_gpu();
@@ -338,6 +456,7 @@ int main(void)
 	TCase *tc = tcase_create("gpu");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, flash_batch1);
+	tcase_add_test(tc, pool2_host_tier);
 	tcase_add_test(tc, flash_batch8);
 	tcase_add_test(tc, odd_shapes);
 	tcase_add_test(tc, window_only);

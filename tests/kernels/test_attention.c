@@ -1,6 +1,8 @@
 /* Sparse attention with sink and the LSE combine: known values on the CPU reference. */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -164,6 +166,79 @@ START_TEST(window_list_is_a_continuation)
 }
 END_TEST
 
+/* Misses read in place: a list naming some entries by -2 - e in pool2 (the host
+ * tier) gives exactly the output of the same entries all in one pool, and the map
+ * kernel's map mode writes such lists from a residency map. */
+START_TEST(pool2_entries_read_in_place)
+{
+	float *deq;
+	enum { H = 4, R = 2, N = 48, NE = 192, HOT = 64 };
+	uint8_t *host = make_pool(NE, 64, 29, 2.0f, &deq); /* the host tier: all entries */
+	/* the hot pool holds entries 0..HOT-1 of row 1's request at slots HOT-1-e */
+	uint8_t *hot = calloc(1, strata_main_block_stride(64));
+	int32_t map[2 * NE];
+	for (int i = 0; i < 2 * NE; i++)
+		map[i] = -1;
+	for (int e = 0; e < HOT; e++) {
+		strata_gather_params g = { .n = 1, .src = { host, NULL, 0, 64 }, .dst = { hot, NULL, 0, 64 } };
+		int32_t si = 96 + e, di = HOT - 1 - e;
+		g.src_ids = &si;
+		g.dst_ids = &di;
+		ck_assert_int_eq(strata_k_gather_cpu(&g), 0);
+		map[NE + e] = di; /* map row 1 */
+	}
+	float q[R * H * D], out_a[R * H * D], out_b[R * H * D], la[R * H], lb[R * H];
+	uint64_t s = 31;
+	for (int i = 0; i < R * H * D; i++)
+		q[i] = tu_uniform(&s);
+	/* row r's request owns host entries r * 96 .. r * 96 + 95; ids are per request */
+	int32_t ids[R * N], direct[R * N], mapped[R * N];
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < N; j++) {
+			int32_t id = j == 7 ? -1 : (int32_t)(tu_next(&s) % 96);
+			ids[r * N + j] = id;
+			direct[r * N + j] = id < 0 ? -1 : r * 96 + id;
+		}
+	int32_t row_base[R] = { 0, 96 }, row_map[R] = { 0, 1 };
+	strata_attn_map_params mp = { .n_rows = R, .width = N, .ids = ids, .row_base = row_base,
+				      .out = mapped, .map = map, .row_map = row_map, .map_stride = NE };
+	ck_assert_int_eq(strata_k_attn_map_cpu(&mp), 0);
+	int hits = 0, misses = 0;
+	for (int i = 0; i < R * N; i++) {
+		if (ids[i] < 0) {
+			ck_assert_int_eq(mapped[i], -1);
+		} else if (mapped[i] >= 0) {
+			hits++;
+			ck_assert_int_eq(mapped[i], HOT - 1 - ids[i]);
+		} else {
+			misses++;
+			ck_assert_int_eq(-2 - mapped[i], direct[i]);
+		}
+	}
+	ck_assert_int_gt(hits, 0);
+	ck_assert_int_gt(misses, 0);
+	strata_attn_params a = { .n_rows = R, .heads = H, .scale = 0.044f, .q = q, .pool = host,
+				 .B = 64, .idx = direct, .n_idx = N, .out = out_a, .lse = la };
+	strata_attn_params b = { .n_rows = R, .heads = H, .scale = 0.044f, .q = q, .pool = hot,
+				 .B = 64, .idx = mapped, .n_idx = N, .pool2 = host, .B2 = 64,
+				 .out = out_b, .lse = lb };
+	ck_assert_int_eq(strata_k_attn_cpu(&a), 0);
+	ck_assert_int_eq(strata_k_attn_cpu(&b), 0);
+	ck_assert_mem_eq(out_a, out_b, sizeof out_a);
+	ck_assert_mem_eq(la, lb, sizeof la);
+	/* without pool2 the same list's host entries are holes: a different result */
+	b.pool2 = NULL;
+	ck_assert_int_eq(strata_k_attn_cpu(&b), 0);
+	ck_assert(memcmp(out_a, out_b, sizeof out_a) != 0);
+	b.pool2 = host;
+	b.B2 = 0;
+	ck_assert_int_eq(strata_k_attn_cpu(&b), -EINVAL);
+	free(hot);
+	free(host);
+	free(deq);
+}
+END_TEST
+
 /* DCP: attention over A u B with the sink == combine(attn(A), attn(B)) + sink. */
 START_TEST(combine_matches_whole)
 {
@@ -265,6 +340,7 @@ int main(void)
 	tcase_add_test(tc, sink_scales_output);
 	tcase_add_test(tc, invalid_and_empty_rows);
 	tcase_add_test(tc, window_list_is_a_continuation);
+	tcase_add_test(tc, pool2_entries_read_in_place);
 	tcase_add_test(tc, combine_matches_whole);
 	tcase_add_test(tc, bad_params);
 	tcase_add_test(tc, cpu_needs_no_scratch);
