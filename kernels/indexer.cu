@@ -203,196 +203,9 @@ __device__ __forceinline__ void convert(const Raw<FMT> &r, uint32_t (&b)[16])
 	}
 }
 
-/* v1 scan (STRATA_INDEXER_V1=1): kept to compare against v2 below. */
-template <int FMT, int R>
-__global__ void __launch_bounds__(kThreads) scan_kernel_v1(Args a)
-{
-	extern __shared__ __align__(16) unsigned char smem[];
-	constexpr int EB = FMT == STRATA_INDEX_MXFP4 ? STRATA_INDEX_MXFP4_BYTES : STRATA_INDEX_FP8_BYTES;
-	const int MT = a.mt, MH = MT * 16;
-	const int qelems = MH * kQStride;
-	uint16_t *qs = reinterpret_cast<uint16_t *>(smem);                 /* [R][MH][kQStride] */
-	float *ws = reinterpret_cast<float *>(smem + (size_t)R * qelems * 2); /* [R][MH] */
-	uint32_t *hs = reinterpret_cast<uint32_t *>(ws + R * MH);          /* [R][IDX_BINS] */
-
-	const int req = blockIdx.y;
-	const int r0 = a.req_rows[req];
-	int nr = a.req_rows[req + 1] - r0;
-	nr = nr < 0 ? 0 : (nr > R ? R : nr);
-	int lim[R];
-	int maxlim = 0;
-#pragma unroll
-	for (int i = 0; i < R; i++) {
-		lim[i] = 0;
-		if (i < nr) {
-			int L = row_lim(a, r0 + i);
-			lim[i] = L > a.topk ? L : 0; /* rows with limit <= k are not scored */
-		}
-		maxlim = lim[i] > maxlim ? lim[i] : maxlim;
-	}
-	/* CTA x scores units x, x + G, x + 2G, ... of kUnit keys (G = gridDim.x, sized so
-	 * the whole grid is resident: one wave, the query and histogram set up once) */
-	const int kstride = (int)gridDim.x * kUnit;
-	if ((int)blockIdx.x * kUnit >= maxlim)
-		return; /* whole CTA */
-
-	const int tid = threadIdx.x;
-	/* 16-byte query loads when q is aligned (rows are 256 B), all in flight at once */
-	const bool qvec = ((uintptr_t)a.q & 15) == 0;
-#pragma unroll
-	for (int i = 0; i < R; i++) {
-		if (!lim[i])
-			continue;
-		const uint16_t *qg = a.q + (size_t)(r0 + i) * a.heads * IDX_DIM;
-		const int nv = MH * (IDX_DIM / 8); /* 8 dims per vector */
-		for (int v0 = tid; v0 < nv; v0 += 4 * kThreads) {
-			uint16_t x[4][8];
-#pragma unroll
-			for (int u = 0; u < 4; u++) {
-				const int v = v0 + u * kThreads, h = v >> 4, d0 = (v & 15) * 8;
-				if (v < nv && h < a.heads) {
-					const uint16_t *src = qg + (size_t)h * IDX_DIM + d0;
-					if (qvec) {
-						uint4 w4 = __ldg(reinterpret_cast<const uint4 *>(src));
-						memcpy(x[u], &w4, 16);
-					} else {
-#pragma unroll
-						for (int t = 0; t < 8; t++)
-							x[u][t] = src[t];
-					}
-				} else {
-#pragma unroll
-					for (int t = 0; t < 8; t++)
-						x[u][t] = 0;
-				}
-			}
-#pragma unroll
-			for (int u = 0; u < 4; u++) {
-				const int v = v0 + u * kThreads, h = v >> 4, d0 = (v & 15) * 8;
-				if (v < nv) {
-#pragma unroll
-					for (int t = 0; t < 8; t++)
-						qs[i * qelems + h * kQStride +
-						   idx_kl_of_dim((strata_index_fmt)FMT, d0 + t)] = x[u][t];
-				}
-			}
-		}
-		for (int h = tid; h < MH; h += kThreads)
-			ws[i * MH + h] = h < a.heads ? a.w[(size_t)(r0 + i) * a.heads + h] : 0.0f;
-		for (int b = tid; b < IDX_BINS; b += kThreads)
-			hs[i * IDX_BINS + b] = 0;
-		if (blockIdx.x == 0) { /* the filter fills hist2 after this kernel */
-			uint32_t *h2 = a.hist2 + (size_t)(r0 + i) * IDX_BINS2;
-			for (int b = tid; b < IDX_BINS2; b += kThreads)
-				h2[b] = 0;
-		}
-	}
-	__syncthreads();
-
-	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
-	const uint32_t qs_base = (uint32_t)__cvta_generic_to_shared(qs);
-	/* ldmatrix.x4: lanes 8m..8m+7 address matrix m = (rows +8 if m odd, k +8 if m >= 2) */
-	const int mat = lane >> 3;
-	const uint32_t lds_off = (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
-
-	Raw<FMT> raw[4];
-	int kb = (int)blockIdx.x * kUnit + warp * 32;
-#pragma unroll
-	for (int nt = 0; nt < 4; nt++)
-		load_raw<FMT>(a, pt, kb + nt * 8 + g, maxlim, c, raw[nt]);
-
-	for (; kb < maxlim; kb += kstride) { /* warp-uniform */
-		uint32_t bf[4][16];
-#pragma unroll
-		for (int nt = 0; nt < 4; nt++)
-			convert<FMT>(raw[nt], bf[nt]);
-		/* prefetch the warp's next 32 keys while this block is multiplied */
-		if (kb + kstride < maxlim) {
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-				load_raw<FMT>(a, pt, kb + kstride + nt * 8 + g, maxlim, c, raw[nt]);
-		}
-#pragma unroll
-		for (int i = 0; i < R; i++) {
-			if (kb >= lim[i])
-				continue;
-			float part[4][2];
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-				part[nt][0] = part[nt][1] = 0.0f;
-			const uint32_t qa = qs_base + (uint32_t)(i * qelems * 2) + lds_off;
-			for (int m = 0; m < MT; m++) {
-				float acc[4][4];
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++)
-					acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-#pragma unroll
-				for (int s = 0; s < 8; s++) {
-					uint32_t af[4];
-					ldsm_x4(af, qa + (uint32_t)((m * 16 * kQStride + s * 16) * 2));
-#pragma unroll
-					for (int nt = 0; nt < 4; nt++)
-						mma_bf16(acc[nt], af, bf[nt][2 * s], bf[nt][2 * s + 1]);
-				}
-				/* acc[nt]: c0,c1 = head 16m+g, keys 2c,2c+1; c2,c3 = head 16m+g+8 */
-				const float wlo = ws[i * MH + m * 16 + g], whi = ws[i * MH + m * 16 + g + 8];
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++) {
-					part[nt][0] += wlo * fmaxf(acc[nt][0], 0.0f) + whi * fmaxf(acc[nt][2], 0.0f);
-					part[nt][1] += wlo * fmaxf(acc[nt][1], 0.0f) + whi * fmaxf(acc[nt][3], 0.0f);
-				}
-			}
-			/* sum over the 8 lanes sharing c (g = 0..7): all heads */
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-				for (int h = 0; h < 2; h++) {
-					float v = part[nt][h];
-					v += __shfl_xor_sync(0xffffffffu, v, 4);
-					v += __shfl_xor_sync(0xffffffffu, v, 8);
-					v += __shfl_xor_sync(0xffffffffu, v, 16);
-					part[nt][h] = v;
-				}
-			/* lane (g, c) owns key 8 (g & 3) + 2c + (g >> 2): 32 lanes, 32 keys */
-			const int nsel = g & 3, hsel = g >> 2;
-			float sc = 0.0f;
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-				for (int h = 0; h < 2; h++)
-					if (nt == nsel && h == hsel)
-						sc = part[nt][h];
-			const int key = kb + nsel * 8 + 2 * c + hsel;
-			if (key < lim[i]) {
-				if constexpr (FMT == STRATA_INDEX_FP8) {
-					int off;
-					const uint8_t *base = key_page<EB>(a, pt, key, &off);
-					sc *= __ldg(reinterpret_cast<const float *>(
-						base + (size_t)a.B * 128 + (size_t)off * 4));
-				}
-				sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
-				a.scores[(size_t)(r0 + i) * a.sstride + key] = sc;
-				atomicAdd(&hs[i * IDX_BINS + bucket_of(sc)], 1u);
-			}
-		}
-	}
-	__syncthreads();
-#pragma unroll
-	for (int i = 0; i < R; i++) {
-		if (!lim[i])
-			continue;
-		uint32_t *gh = a.hist + (size_t)(r0 + i) * IDX_BINS;
-		for (int b = tid; b < IDX_BINS; b += kThreads) {
-			uint32_t v = hs[i * IDX_BINS + b];
-			if (v)
-				atomicAdd(&gh[b], v);
-		}
-	}
-}
-
 /* ---- scan v2 ---------------------------------------------------------------------------
- * The same products and the same per-key result as v1 up to fp32 summation order, with
+ * (v2; the first version, in the results of 2026-11-30, was 3.6 us slower at 1M.) The
+ * same products and per-key results as that version up to fp32 summation order, with
  * fewer instructions per key and fewer registers (4 CTAs per SM instead of 3):
  *  - one page-table lookup per warp and step when B % 32 == 0 (a warp's 32 keys start
  *    32-aligned, so they sit in one page), the general path otherwise;
@@ -1212,16 +1025,13 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 	clear_row(a, row);
 }
 
-/* Scan kernel variants: 0 = v2 with 4 m-tiles unrolled (MXFP4, 64 heads), 1 = v2
- * generic, 2 = v1 (STRATA_INDEXER_V1=1). */
+/* Scan kernel variants: 0 = 4 m-tiles unrolled (MXFP4, 64 heads), 1 = generic. */
 template <int FMT, int R, int V> constexpr auto scan_fn()
 {
 	if constexpr (V == 0)
 		return scan_kernel_v2<FMT, R, 4>;
-	else if constexpr (V == 1)
-		return scan_kernel_v2<FMT, R, 0>;
 	else
-		return scan_kernel_v1<FMT, R>;
+		return scan_kernel_v2<FMT, R, 0>;
 }
 
 template <int FMT, int R, int V>
@@ -1267,10 +1077,8 @@ cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st
 }
 
 template <int FMT, int R>
-cudaError_t launch_scan_v(const Args &a, int v, int n_req, int max_limit, cudaStream_t st)
+cudaError_t launch_scan_v(const Args &a, int n_req, int max_limit, cudaStream_t st)
 {
-	if (v == 2)
-		return launch_scan<FMT, R, 2>(a, n_req, max_limit, st);
 	/* FP8 unrolled over m-tiles spills (its raw prefetch is twice MXFP4's) */
 	if constexpr (FMT == STRATA_INDEX_MXFP4)
 		if (a.mt == 4)
@@ -1281,16 +1089,11 @@ cudaError_t launch_scan_v(const Args &a, int v, int n_req, int max_limit, cudaSt
 template <int FMT>
 cudaError_t launch_scan_fmt(const Args &a, int R, int n_req, int max_limit, cudaStream_t st)
 {
-	/* STRATA_INDEXER_V1=1 in the environment selects the v1 scan (read once) */
-	static const int v = [] {
-		const char *e = getenv("STRATA_INDEXER_V1");
-		return e && e[0] == '1' ? 2 : 0;
-	}();
 	switch (R) {
-	case 1: return launch_scan_v<FMT, 1>(a, v, n_req, max_limit, st);
-	case 2: return launch_scan_v<FMT, 2>(a, v, n_req, max_limit, st);
-	case 3: return launch_scan_v<FMT, 3>(a, v, n_req, max_limit, st);
-	default: return launch_scan_v<FMT, 4>(a, v, n_req, max_limit, st);
+	case 1: return launch_scan_v<FMT, 1>(a, n_req, max_limit, st);
+	case 2: return launch_scan_v<FMT, 2>(a, n_req, max_limit, st);
+	case 3: return launch_scan_v<FMT, 3>(a, n_req, max_limit, st);
+	default: return launch_scan_v<FMT, 4>(a, n_req, max_limit, st);
 	}
 }
 

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One pass over the GPU side on a machine like the H200 of the device tool: build,
+# the gpu tests, then the benchmarks that carry the issues' targets, each into its own
+# file under OUT (default ./gpu-out). Run from the repository root with the Debian
+# libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
+#
+#   usage: scripts/gpu-run.sh [quick|full]     (quick: tests + 1-row indexer, decode
+#                                               128K b1/b32, attention; ~3 min)
+set -uo pipefail
+mode=${1:-quick}
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$deps/usr/bin:$PATH
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
+	-DCMAKE_BUILD_TYPE=Release >"$out/cfg.log" 2>&1 &&
+	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
+	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
+stamp build
+ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
+grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
+stamp ctest
+B=build-gpu/strata
+run() { # name timeout args...
+	local name=$1 t=$2
+	shift 2
+	timeout "$t" stdbuf -oL "$B" "$@" >"$out/$name.txt" 2>&1
+	stamp "$name rc=$?"
+	grep -v '^#' "$out/$name.txt" | head -40
+}
+run attn 60 bench attn --check
+run indexer_1row 60 bench indexer --phases --check --ctx 128K,1M --batch 1 --rows 1
+run decode_128k 150 bench decode --check --direct --contexts 128K --batches 1,32 --reps 5
+if [ "$mode" = full ]; then
+	run decode_128k_b8 90 bench decode --check --direct --contexts 128K --batches 8 --reps 5
+	run decode_1m 120 bench decode --check --direct --contexts 1M --batches 1,8 --reps 5
+	run indexer 240 bench indexer
+	run fetch 90 bench fetch --check
+	run tiers 240 bench tiers --file /tmp/strata-tiers.dat --size 4G
+	run prefix 120 bench prefix --check --reps 10 --dir /tmp/strata-pfx
+	run demo 90 demo
+fi
