@@ -46,6 +46,19 @@ typedef struct bench_stats {
 } bench_stats;
 bench_stats bench_stats_of(double *samples, int n);
 
+/* Event timing on one stream of dev. */
+typedef struct bench_timer {
+	strata_dev *dev;
+	strata_stream *s;
+	strata_event *a, *b;
+} bench_timer;
+int bench_timer_open(strata_dev *dev, bench_timer *t); /* a stream and two events */
+void bench_timer_close(bench_timer *t);
+/* Median microseconds of reps runs of fn(ctx), each between two events on t->s, after
+ * warm untimed runs; the order statistics to *st. -1 when fn or the device fails. */
+double bench_timer_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int warm, int reps,
+		      bench_stats *st);
+
 /* Output: one sink per run. bench_out_row() prints a table row to stdout and a CSV
  * row / JSON line to the files; fields are "name=value" pairs in a fixed order,
  * passed as alternating key, value strings, ending with NULL. */

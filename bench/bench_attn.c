@@ -51,11 +51,7 @@ static int parse_ints(const char *s, int *out, int max)
 	return n;
 }
 
-typedef struct timer {
-	strata_dev *dev;
-	strata_stream *s;
-	strata_event *a, *b;
-} timer;
+typedef bench_timer timer;
 
 typedef struct actx {
 	timer *t;
@@ -64,40 +60,20 @@ typedef struct actx {
 	size_t bytes;
 } actx;
 
-static int run_attn(actx *c)
+static int run_attn(void *v)
 {
+	actx *c = v;
 	return strata_k_attn(c->t->dev, &c->p, c->t->s);
 }
-static int run_copy(actx *c)
+static int run_copy(void *v)
 {
+	actx *c = v;
 	return strata_dev_copy(c->t->dev, c->dst, c->src, c->bytes, c->t->s);
 }
 
-/* Median microseconds of reps runs (after warm-up); -1 on error. */
-static double time_us(timer *t, int (*fn)(actx *), actx *c, const bench_opts *o, bench_stats *st)
+static double time_us(timer *t, int (*fn)(void *), actx *c, const bench_opts *o, bench_stats *st)
 {
-	double *v = malloc((size_t)o->reps * sizeof *v);
-	if (!v)
-		return -1;
-	for (int i = 0; i < o->warmup; i++)
-		if (fn(c))
-			goto fail;
-	if (strata_stream_sync(t->dev, t->s))
-		goto fail;
-	for (int i = 0; i < o->reps; i++) {
-		float ms = 0;
-		if (strata_event_record(t->dev, t->a, t->s) || fn(c) ||
-		    strata_event_record(t->dev, t->b, t->s) || strata_event_sync(t->dev, t->b) ||
-		    strata_event_elapsed_ms(t->dev, t->a, t->b, &ms))
-			goto fail;
-		v[i] = ms * 1000.0;
-	}
-	*st = bench_stats_of(v, o->reps);
-	free(v);
-	return st->median;
-fail:
-	free(v);
-	return -1;
+	return bench_timer_us(t, fn, c, o->warmup, o->reps, st);
 }
 
 /* The first n_chk rows of the device result against the CPU twin. 0 ok, 1 mismatch,
@@ -347,9 +323,8 @@ int strata_bench_attn(int argc, char **argv)
 		fprintf(stderr, "attn: no device: %s\n", strata_strerror(err));
 		return 2;
 	}
-	timer t = { dev };
-	if (strata_stream_create(dev, &t.s) || strata_event_create(dev, &t.a) ||
-	    strata_event_create(dev, &t.b)) {
+	timer t;
+	if (bench_timer_open(dev, &t)) {
 		strata_dev_close(dev);
 		return 2;
 	}
@@ -363,9 +338,7 @@ int strata_bench_attn(int argc, char **argv)
 		for (int ri = 0; ri < n_rows; ri++)
 			fails += run_point(bo, &o, &t, rows[ri], heads, lists[li], n_win);
 	bench_out_close(bo);
-	strata_event_destroy(dev, t.a);
-	strata_event_destroy(dev, t.b);
-	strata_stream_destroy(dev, t.s);
+	bench_timer_close(&t);
 	strata_dev_close(dev);
 	if (fails)
 		fprintf(stderr, "attn: %d check(s) failed\n", fails);

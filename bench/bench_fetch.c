@@ -40,36 +40,11 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-typedef struct timer {
-	strata_dev *dev;
-	strata_stream *s;
-	strata_event *a, *b;
-} timer;
+typedef bench_timer timer;
 
-/* Median microseconds of reps runs of fn (after warm-up); -1 on error. */
-typedef int (*run_fn)(void *ctx);
-static double time_us(timer *t, run_fn fn, void *ctx, int warm, int reps, bench_stats *st)
+static double time_us(timer *t, int (*fn)(void *), void *ctx, int warm, int reps, bench_stats *st)
 {
-	double *v = malloc((size_t)reps * sizeof *v);
-	for (int i = 0; i < warm; i++)
-		if (fn(ctx))
-			goto fail;
-	if (strata_stream_sync(t->dev, t->s))
-		goto fail;
-	for (int i = 0; i < reps; i++) {
-		float ms = 0;
-		if (strata_event_record(t->dev, t->a, t->s) || fn(ctx) ||
-		    strata_event_record(t->dev, t->b, t->s) || strata_event_sync(t->dev, t->b) ||
-		    strata_event_elapsed_ms(t->dev, t->a, t->b, &ms))
-			goto fail;
-		v[i] = ms * 1000.0;
-	}
-	*st = bench_stats_of(v, reps);
-	free(v);
-	return st->median;
-fail:
-	free(v);
-	return -1;
+	return bench_timer_us(t, fn, ctx, warm, reps, st);
 }
 
 typedef struct gctx {
@@ -518,9 +493,8 @@ int strata_bench_fetch(int argc, char **argv)
 		fprintf(stderr, "fetch: no device: %s\n", strata_strerror(err));
 		return 2;
 	}
-	timer t = { dev };
-	if (strata_stream_create(dev, &t.s) || strata_event_create(dev, &t.a) ||
-	    strata_event_create(dev, &t.b)) {
+	timer t;
+	if (bench_timer_open(dev, &t)) {
 		strata_dev_close(dev);
 		return 2;
 	}
@@ -528,9 +502,7 @@ int strata_bench_fetch(int argc, char **argv)
 	int fails = gather_part(bo, &o, &t, sizes, n_sizes, use_pool);
 	fails += hot_part(bo, &o, &t, steps);
 	bench_out_close(bo);
-	strata_event_destroy(dev, t.a);
-	strata_event_destroy(dev, t.b);
-	strata_stream_destroy(dev, t.s);
+	bench_timer_close(&t);
 	strata_dev_close(dev);
 	if (fails)
 		fprintf(stderr, "fetch: %d check(s) failed\n", fails);

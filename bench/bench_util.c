@@ -208,3 +208,55 @@ const char *bench_fmt(const char *fmt, double v)
 	snprintf(s, 48, fmt, v);
 	return s;
 }
+
+int bench_timer_open(strata_dev *dev, bench_timer *t)
+{
+	memset(t, 0, sizeof *t);
+	t->dev = dev;
+	int err = strata_stream_create(dev, &t->s);
+	if (!err)
+		err = strata_event_create(dev, &t->a);
+	if (!err)
+		err = strata_event_create(dev, &t->b);
+	if (err)
+		bench_timer_close(t);
+	return err;
+}
+
+void bench_timer_close(bench_timer *t)
+{
+	if (!t || !t->dev)
+		return;
+	strata_event_destroy(t->dev, t->a);
+	strata_event_destroy(t->dev, t->b);
+	strata_stream_destroy(t->dev, t->s);
+	t->a = t->b = NULL;
+	t->s = NULL;
+}
+
+double bench_timer_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int warm, int reps,
+		      bench_stats *st)
+{
+	double *v = malloc((size_t)(reps > 0 ? reps : 1) * sizeof *v);
+	if (!v || reps < 1)
+		goto fail;
+	for (int i = 0; i < warm; i++)
+		if (fn(ctx))
+			goto fail;
+	if (strata_stream_sync(t->dev, t->s))
+		goto fail;
+	for (int i = 0; i < reps; i++) {
+		float ms = 0;
+		if (strata_event_record(t->dev, t->a, t->s) || fn(ctx) ||
+		    strata_event_record(t->dev, t->b, t->s) || strata_event_sync(t->dev, t->b) ||
+		    strata_event_elapsed_ms(t->dev, t->a, t->b, &ms))
+			goto fail;
+		v[i] = ms * 1000.0;
+	}
+	*st = bench_stats_of(v, reps);
+	free(v);
+	return st->median;
+fail:
+	free(v);
+	return -1;
+}
