@@ -59,6 +59,7 @@ typedef struct point {
 	int ok;
 	double med_ms, p99_ms, prep_ms, launch_ms, hit;
 	uint64_t dev_per_req, digest;
+	double fetched_mb;  /* host -> device MB per timed step (selected entries) */
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
@@ -109,6 +110,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 		pt->launch_ms = bench_stats_of(tl, o->reps).median;
 		uint64_t h = st.hits - st0.hits, mi = st.misses - st0.misses;
 		pt->hit = h + mi ? (double)h / (double)(h + mi) : 0.0;
+		pt->fetched_mb = (double)(st.fetched_bytes - st0.fetched_bytes) / 1e6 / o->reps;
 		pt->dev_per_req = st.device_bytes / (uint64_t)batch;
 		pt->digest = strata_ref_engine_digest(e);
 		pt->ok = 1;
@@ -236,6 +238,7 @@ int strata_bench_decode(int argc, char **argv)
 					      "dev_MiB_per_req", bench_fmt("%.1f", pt[mode].dev_per_req / 1048576.0),
 					      "dev_vs_resident", pt[0].ok ? bench_fmt("%.3f", (double)pt[mode].dev_per_req / (double)pt[0].dev_per_req) : "n/a",
 					      "hit_rate", mode == 1 || mode == 3 ? bench_fmt("%.3f", pt[mode].hit) : "-",
+					      "fetch_MB_step", bench_fmt("%.2f", pt[mode].fetched_mb),
 					      "identical", same, NULL);
 			}
 		}

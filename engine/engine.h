@@ -87,7 +87,9 @@ typedef struct strata_ref_stats {
 	 * last_device_ns or above it means the device waited on launches (launch bound). */
 	uint64_t last_launch_ns;
 	uint64_t hits, misses;     /* hot-cache lookups (HISPARSE), all CSA layers */
-	uint64_t fetched_bytes;    /* bytes moved host -> device for selected entries */
+	uint64_t fetched_bytes;    /* bytes moved host -> device for selected entries
+				      (with direct_misses a miss counts twice: read in
+				      place by attention, then copied into the hot cache) */
 	uint64_t device_bytes;     /* caches allocated on the device, all requests */
 	uint64_t host_bytes;       /* caches allocated on the pinned host tier */
 	uint64_t c4_main_bytes;    /* C4 main capacity (wherever it lives) */

@@ -406,6 +406,10 @@ void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st)
 		st->hits = hs.hits;
 		st->misses = hs.misses;
 		st->fetched_bytes = hs.bytes_moved + hs.bytes_prefetched;
+		/* direct_misses: attention read each miss in place before the hot cache
+		 * copied it in, so it crossed the bus twice */
+		if (e->cfg.direct_misses)
+			st->fetched_bytes += hs.misses * STRATA_MAIN_ENTRY_BYTES;
 	}
 }
 
