@@ -182,11 +182,14 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 	if (e->cfg.direct_misses) {
 		/* hits from the hot pool, misses in place from the host tier: the map's only
 		 * writers for this layer are appends (earlier on this stream) and the last
-		 * step's admission (joined at that step's end) */
+		 * step's admission (joined at that step's end); an appended entry without a
+		 * hot slot is a miss, so its write-back must have landed */
 		strata_attn_map_params mp = { .n_rows = R, .width = K, .ids = L->d_ids,
 					      .row_base = e->d_rowbase_k, .out = L->d_list,
 					      .map = e->hc_map, .row_map = L->d_row_rl,
 					      .map_stride = e->hc_stride };
+		if ((err = strata_hotcache_host_fence(e->hc, NULL)))
+			return err;
 		return strata_k_attn_map(e->dev, &mp, NULL);
 	}
 	strata_hotcache_batch b = { .rows = R, .k = K, .ids = L->d_ids, .row_rl = L->d_row_rl,

@@ -336,6 +336,13 @@ int strata_hotcache_residency(const strata_hotcache *hc, const int32_t **map, in
 	return 0;
 }
 
+int strata_hotcache_host_fence(strata_hotcache *hc, strata_stream *stream)
+{
+	if (!hc)
+		return -EINVAL;
+	return hc->written ? strata_stream_wait_event(hc->dev, stream, hc->ev_wb) : 0;
+}
+
 int strata_hotcache_step(strata_hotcache *hc, const strata_hotcache_batch *b, strata_stream *s)
 {
 	if (!hc || !b || b->rows < 0 || b->rows > hc->c.max_rows || b->k <= 0 ||

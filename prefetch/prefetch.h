@@ -96,6 +96,11 @@ int strata_hotcache_pool(const strata_hotcache *hc, strata_hotcache_pool_info *o
  * tier): map[rl * max_entries + id] is id's pool index or -1. It changes only inside
  * step, predict and append, in their streams' order. Valid until destroy. */
 int strata_hotcache_residency(const strata_hotcache *hc, const int32_t **map, int *max_entries);
+/* Orders stream after every write-back to the host tier enqueued so far (appends are
+ * written back on the side stream), so that work on stream may read host-tier entries
+ * in place: an appended entry that found no hot slot lives only there. No-op when
+ * nothing was appended. */
+int strata_hotcache_host_fence(strata_hotcache *hc, strata_stream *stream);
 /* The effective configuration (defaults filled in). */
 int strata_hotcache_get_config(const strata_hotcache *hc, strata_hotcache_config *out);
 
