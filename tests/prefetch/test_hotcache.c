@@ -216,6 +216,47 @@ START_TEST(append_writes_back)
 }
 END_TEST
 
+/* The residency map a caller reads (strata_hotcache_residency) agrees with the step's
+ * output; a step without output (out = NULL) admits exactly what one with output does;
+ * the host fence is valid before and after appends. */
+START_TEST(residency_without_output)
+{
+	strata_hotcache_config c = cfg_of(2, 400, 16, 1, 48);
+	rig a, b;
+	rig_open(&a, STRATA_BACKEND_CPU, &c, 21);
+	rig_open(&b, STRATA_BACKEND_CPU, &c, 21);
+	ck_assert_int_eq(strata_hotcache_host_fence(a.hc, NULL), 0); /* nothing appended */
+	ck_assert_int_eq(strata_hotcache_host_fence(NULL, NULL), -EINVAL);
+	const int32_t *map = NULL;
+	int stride = 0;
+	ck_assert_int_eq(strata_hotcache_residency(a.hc, &map, &stride), 0);
+	ck_assert_int_eq(stride, 400);
+	ck_assert_int_eq(strata_hotcache_residency(a.hc, NULL, &stride), -EINVAL);
+	uint64_t seed = 5;
+	int32_t ids[2 * 16], rls[2] = { 0, 1 }, out[2 * 16];
+	for (int step = 0; step < 12; step++) {
+		for (int i = 0; i < 2 * 16; i++)
+			ids[i] = i % 7 == 3 ? -1 : (int32_t)(tu_next(&seed) % 120);
+		ck_assert_int_eq(rig_step(&a, 2, 16, ids, rls, out), 0);
+		for (int i = 0; i < 2 * 16; i++) /* the map names what the step returned */
+			if (ids[i] >= 0)
+				ck_assert_int_eq(map[(size_t)rls[i / 16] * stride + ids[i]], out[i]);
+		strata_hotcache_batch nb = { 2, 16, ids, rls, NULL }; /* CPU: host pointers */
+		ck_assert_int_eq(strata_hotcache_step(b.hc, &nb, NULL), 0);
+	}
+	const int32_t *mb = NULL;
+	ck_assert_int_eq(strata_hotcache_residency(b.hc, &mb, &stride), 0);
+	ck_assert_mem_eq(map, mb, sizeof *map * 2 * 400);
+	rig_check_table(&b); /* admitted entries hold their host bytes */
+	float src[512] = { 1.0f };
+	int32_t arl = 1, aid = 300;
+	ck_assert_int_eq(rig_append(&a, 1, &arl, &aid, src), 0);
+	ck_assert_int_eq(strata_hotcache_host_fence(a.hc, NULL), 0);
+	rig_close(&a);
+	rig_close(&b);
+}
+END_TEST
+
 START_TEST(split_rows_and_release)
 {
 	strata_hotcache_config c = cfg_of(2, 100, 4, 2, 16);
@@ -400,6 +441,7 @@ int main(void)
 	tcase_add_test(tc, never_evicts_selected);
 	tcase_add_test(tc, predict_and_use);
 	tcase_add_test(tc, append_writes_back);
+	tcase_add_test(tc, residency_without_output);
 	tcase_add_test(tc, split_rows_and_release);
 	tcase_add_test(tc, deterministic);
 	tcase_add_test(tc, bytes_moved_target);
