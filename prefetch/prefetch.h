@@ -1,6 +1,6 @@
 /*
  * prefetch: turns selections into movement. The device hot cache of C4 main entries,
- * the miss gather from the host tier, write-back of new entries, prediction, and the
+ * the miss copies from the host tier, write-back of new entries, prediction, and the
  * hit/miss/bytes counters; plus a seeded selection generator for tests and benchmarks.
  *
  * The hot cache. Every (request, layer) pair the caller numbers rl = 0..n_rl-1 owns
@@ -12,11 +12,10 @@
  * directly (zero-copy).
  *
  * One decode step, one CSA layer: strata_hotcache_step() takes the batch's selected
- * ids (device int32 [rows][k], straight from the indexer) and, in one residency launch
- * plus one gather launch on the caller's stream, looks every id up, gives each miss a
- * victim slot (CLOCK, never a slot holding an entry selected in this step), gathers
- * the misses from the host tier and writes the index list. No host synchronisation,
- * no per-entry copy. The budget is never exceeded: if a step selects more distinct
+ * ids (device int32 [rows][k], straight from the indexer) and, in one launch on the
+ * caller's stream, looks every id up, gives each miss a victim slot (CLOCK, never a
+ * slot holding an entry selected in this step), copies the misses from the host tier
+ * and writes the index list. No host synchronisation, no per-entry copy. The budget is never exceeded: if a step selects more distinct
  * entries for one rl than it has slots, the excess gets -1, the OVERFLOW counter
  * counts it and strata_hotcache_check() reports STRATA_E_BUDGET; size the budget at
  * least rows-per-rl * topk (default 2 * topk per row).
@@ -42,6 +41,13 @@
  *         strata_hotcache_predict(hc, n_next, next_rl, side);   // layer l+1, optional
  *         attention(pool.base, pool.B, out_index, ...);           // strata_hotcache_pool()
  *     every 4 tokens: strata_hotcache_append(hc, n, rl, ids, entries_f32, stream, side);
+ *
+ * Misses read in place (the engine's direct_misses): nothing between top-k and
+ * attention but an index map. strata_hotcache_host_fence(hc, stream), then
+ * strata_k_attn_map() in map mode over strata_hotcache_residency()'s map gives hits
+ * their pool slots and misses their host-tier entries (attention's pool2); after the
+ * layer's attention, strata_hotcache_step() with out = NULL on the side stream admits
+ * the misses for the next step.
  *
  * Thread rules: one hot cache is driven from one thread (its calls enqueue work on
  * streams in order). Counters and errors are read with a synchronising call.
