@@ -8,6 +8,9 @@
  * device-to-device copy of that many bytes; ratio = floor / kernel time. GFLOP/s
  * counts 4 x 512 flops per (row, head, entry): q.k and p.v.
  *
+ * Both points are timed with each kernel: the fp32 one (the engine's) and the
+ * tensor-core one (tensor_cores = 1: rows "attn split tc" / "attn unsplit tc").
+ *
  * --check compares the first rows (up to 4) of every timed configuration with the
  * CPU twin within STRATA_ATTN_GPU_RTOL / ATOL (kernels.h). */
 #include <math.h>
@@ -21,8 +24,9 @@
 static const char *usage =
 	"usage: strata bench attn [--rows 1,8,32] [--lists 512,8192] [--window N]\n"
 	"                         [--heads N] [common options]\n"
-	"  sparse attention time per call (split and unsplit) vs a device-to-device copy\n"
-	"  of the entry bytes it reads; GFLOP/s. --quick: rows 1,4, lists 512,1024.";
+	"  sparse attention time per call (split and unsplit; fp32 and tensor cores) vs a\n"
+	"  device-to-device copy of the entry bytes it reads; GFLOP/s.\n"
+	"  --quick: rows 1,4, lists 512,1024.";
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -226,14 +230,22 @@ static int run_point(bench_out *bo, const bench_opts *o, timer *t, int rows, int
 		      "read_MB", bench_fmt("%.3f", read_bytes / 1e6), "GBps",
 		      bench_fmt("%.1f", read_bytes / (floor_us * 1e3)), "GFLOPs", "-", "ratio",
 		      "1.000", "check", "-", NULL);
-	for (int split = 1; split >= 0; split--) {
+	for (int k = 0; k < 4; k++) {
+		const int tc = k >> 1, split = !(k & 1);
 		if (split && !sb)
 			continue; /* this shape never splits: the unsplit row is the engine's */
+		if (tc && !strata_dev_is_gpu(dev))
+			continue; /* the CPU twin has one kernel */
+		const char *method = tc ? (split ? "attn split tc" : "attn unsplit tc")
+				   : split ? "attn split (engine)"
+				   : sb    ? "attn unsplit"
+					   : "attn (engine)";
+		c.p.tensor_cores = tc;
 		c.p.scratch = split ? d_scr : NULL;
 		c.p.scratch_bytes = split ? sb : 0;
 		double us = time_us(t, run_attn, &c, o, &st);
 		if (us < 0) {
-			bench_out_note(bo, "rows=%d list=%s: kernel failed", rows, list);
+			bench_out_note(bo, "rows=%d list=%s: %s failed", rows, list, method);
 			fails++;
 			continue;
 		}
@@ -244,9 +256,8 @@ static int run_point(bench_out *bo, const bench_opts *o, timer *t, int rows, int
 			fails += bad != 0;
 		}
 		bench_out_row(bo, "rows", bench_fmt("%.0f", rows), "list", list, "heads",
-			      bench_fmt("%.0f", heads), "method",
-			      split ? "attn split (engine)" : sb ? "attn unsplit" : "attn (engine)",
-			      "median_us", bench_fmt("%.2f", us), "min_us", bench_fmt("%.2f", st.min),
+			      bench_fmt("%.0f", heads), "method", method, "median_us",
+			      bench_fmt("%.2f", us), "min_us", bench_fmt("%.2f", st.min),
 			      "read_MB", bench_fmt("%.3f", read_bytes / 1e6), "GBps",
 			      bench_fmt("%.1f", read_bytes / (us * 1e3)), "GFLOPs",
 			      bench_fmt("%.0f", flop / (us * 1e3)), "ratio",

@@ -28,9 +28,14 @@
  * max, sum and unnormalised output in the scratch and split_combine_kernel merges the
  * chunks in chunk order and applies the sink. HG, S and the chunk length come from
  * the SM count, shared memory and the shapes only.
+ *
+ * tensor_cores = 1 selects attn_tc_kernel (bf16 mma through WMMA, exact products; its
+ * own comment below), on the same plan, scratch format and combine.
  */
 #include <errno.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -174,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_kernel(const strata_attn_par
 {
 	constexpr int RH = HG / 8; /* heads per warp (and per thread) */
 	static_assert(RH == 2 || RH % 4 == 0, "P rows are stored as float2 or float4");
-	extern __shared__ __align__(16) unsigned char smem[];
+	extern __shared__ __align__(128) unsigned char smem[];
 	float *qs = (float *)smem;                     /* [HG][512] */
 	float *kvs = qs + HG * kDim;                   /* [kTile][kKvStride] */
 	float *ps = kvs + kTile * kKvStride;           /* [kTile][8 warps][RH] */
@@ -457,6 +462,372 @@ split_combine_kernel(strata_attn_params p, int S, const float2 *part_ml, const f
 	od[3] = o.w * f;
 }
 
+/*
+ * Tensor-core path (strata_attn_params.tensor_cores = 1, sm_80+): the same blocks,
+ * tiles, cp.async pipeline, split plan and partial format as attn_kernel, with both
+ * products on bf16 mma (nvcuda::wmma m16n16k16, fp32 accumulators). WMMA fragments
+ * are opaque, so nothing below assumes a register layout: fragments only go through
+ * load/store_matrix_sync and mma_sync, and element-wise work happens in shared memory.
+ *
+ * Exactness: an entry dequantises exactly to bf16 (e4m3 = 4 significant bits times a
+ * power of two; RoPE dims are bf16). The fp32 query is split q = q1 + q2 + q3 with
+ * q1 = bf16(q), q2 = bf16(q - q1), q3 = bf16(q - q1 - q2): each rounding keeps the top
+ * 8 of the remaining significant bits and the differences are exact, so 8 + 8 + 8
+ * covers fp32's 24 and the sum is q exactly (normal values; the tail of a value near
+ * the bottom of the range may lose bits below 2^-133, far under the tolerance). The
+ * same split is applied to each unnormalised probability p = exp(s - m). A product of
+ * two bf16 values has at most 16 significant bits, so every product is exact in fp32
+ * and the results differ from the CPU twin only in the order (and, inside an mma, the
+ * alignment) of fp32 additions, like the fp32 kernel: per score about
+ * 2^-24 sqrt(512) sum|q_d k_d| (times the 0.044 scale, < 1e-6 for V4's ranges), which
+ * moves exp(s - m) and hence out by a relative error of that order, under
+ * STRATA_ATTN_GPU_RTOL (1e-5) of max |out|; lse = m + log l moves by the same amount,
+ * under STRATA_ATTN_GPU_ATOL.
+ *
+ * Per tile of 32 entries (HG = 32 or 16 heads; the query takes 3 x HG x 1 KiB of
+ * shared memory as bf16 terms, so 64 heads would not fit beside the tiles):
+ *  - scores: the MT = HG / 16 head tiles x 2 entry tiles of S = Q K^T, with the 512
+ *    dims cut into KS = 8 / MT slices, one (head tile, slice) per warp: per step one
+ *    K fragment, three Q-term fragments, six mma; the KS partial sums go to shared
+ *    memory and are added in slice order;
+ *  - softmax: warp w owns heads w + 8 i (lane = entry), the running (m, l) in
+ *    registers as in attn_kernel, p split into three bf16 terms in shared memory;
+ *  - PV: warp w owns dims [64 w, 64 w + 64) of every head, O in 4 MT accumulator
+ *    fragments (registers) for the whole chunk: per entry step three P-term fragments
+ *    per head tile and one V fragment per dim tile.
+ * O cannot be rescaled per head in registers without knowing the fragment layout, so
+ * the reference m of a head moves only when a tile's max exceeds it by more than
+ * kLazy (8) nats (or on the first valid entries): p = exp(s - m) stays below e^8, an
+ * exact reference change for l, O and the merge (any common m gives the same softmax;
+ * exp's relative rounding does not depend on the argument's size). When some head's
+ * m does move, the block (one __syncthreads_or) round-trips every O fragment through
+ * a per-warp shared-memory tile, scaling its rows there by exp(m_old - m_new): after
+ * the first tile this is rare. The epilogue goes through the same tile.
+ */
+constexpr int kLdBf = 520;  /* bf16 row of a query term or entry: 1,040 B, rows 16 B apart mod 128 */
+constexpr int kLdP = 40;    /* bf16 row of a P term (32 entries + pad) */
+constexpr int kLdS = 36;    /* fp32 row of a score slice (32 entries + pad) */
+
+constexpr size_t al128(size_t x)
+{
+	return (x + 127) / 128 * 128;
+}
+
+/* Shared-memory layout of attn_tc_kernel<HG> (byte offsets). */
+template <int HG> struct tc_smem {
+	static constexpr size_t q = 0;                                    /* [3][HG][kLdBf] bf16 */
+	static constexpr size_t kv = al128(q + 3 * (size_t)HG * kLdBf * 2); /* [kTile][kLdBf] bf16 */
+	static constexpr size_t pb = al128(kv + (size_t)kTile * kLdBf * 2);  /* [3][HG][kLdP] bf16 */
+	/* [KS][HG][kLdS] fp32 score slices; also the warps' 16 x 16 staging tiles */
+	static constexpr size_t sp = al128(pb + 3 * (size_t)HG * kLdP * 2);
+	static constexpr size_t al = al128(sp + 128 * (size_t)kLdS * 4); /* [HG] alpha */
+	static constexpr size_t fs = al + (size_t)HG * 4;                /* [HG] output factor */
+	static constexpr size_t raw = al128(fs + (size_t)HG * 4);        /* [kTile][576] */
+	static constexpr size_t sc = raw + (size_t)kTile * kEntryData;   /* [kTile][8] */
+	static constexpr size_t valid = sc + (size_t)kTile * 8;          /* [kTile] int */
+	static constexpr size_t bytes = valid + (size_t)kTile * 4;
+	static_assert((HG / 16) * (8 / (HG / 16)) == 8, "8 warps over the score tiles");
+	static_assert(8 * 256 <= 128 * kLdS, "staging tiles fit in the score slices");
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/* Three bf16 terms whose sum is x exactly (see above). */
+__device__ __forceinline__ void split3(float x, __nv_bfloat16 *t0, __nv_bfloat16 *t1,
+				       __nv_bfloat16 *t2, int i)
+{
+	const __nv_bfloat16 a = __float2bfloat16_rn(x);
+	const float r = x - __bfloat162float(a);
+	const __nv_bfloat16 b = __float2bfloat16_rn(r);
+	t0[i] = a;
+	t1[i] = b;
+	t2[i] = __float2bfloat16_rn(r - __bfloat162float(b));
+}
+
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi)
+{
+	return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+	       ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
+}
+
+/* entry_dequant to a bf16 row (exact: the conversions round nothing). */
+__device__ __forceinline__ void entry_dequant_bf16(const uint8_t *raw, const uint8_t *raw_sc,
+						   __nv_bfloat16 *kv, int *valid, int le, int sub,
+						   int slot)
+{
+	__nv_bfloat16 *row = kv + le * kLdBf;
+	const uint8_t *src = raw + le * kEntryData;
+#pragma unroll
+	for (int k = 0; k < kDim / 32; k++) {
+		const int d = 4 * (sub + 8 * k);
+		uint2 v = make_uint2(0u, 0u);
+		if (slot != -1) {
+			if (d < 448) {
+				uint32_t w = *(const uint32_t *)(src + d);
+				float s = codec_ue8m0_decode(raw_sc[le * 8 + (d >> 6)]);
+				v.x = bf16x2(codec_e4m3_decode((uint8_t)w) * s,
+					     codec_e4m3_decode((uint8_t)(w >> 8)) * s);
+				v.y = bf16x2(codec_e4m3_decode((uint8_t)(w >> 16)) * s,
+					     codec_e4m3_decode((uint8_t)(w >> 24)) * s);
+			} else {
+				v = *(const uint2 *)(src + 448 + 2 * (d - 448)); /* bf16 already */
+			}
+		}
+		*(uint2 *)(row + d) = v;
+	}
+	if (sub == 0)
+		valid[le] = slot != -1;
+}
+#endif
+
+template <int HG, bool kSplit>
+__global__ void __launch_bounds__(kThreads, 1) attn_tc_kernel(const strata_attn_params p, int chunk,
+							       float2 *part_ml, float *part_u)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	using namespace nvcuda;
+	using L = tc_smem<HG>;
+	using bf = __nv_bfloat16;
+	constexpr int MT = HG / 16;          /* head tiles */
+	constexpr int KS = 8 / MT;           /* score slices of the 512 dims */
+	constexpr int KD = kDim / 16 / KS;   /* k steps per slice */
+	constexpr int RH = HG / 8;           /* softmax heads per warp */
+	constexpr int NW = kDim / 16 / 8;    /* PV dim tiles per warp */
+	constexpr float kLazy = 8.0f;        /* nats a max may rise before m moves */
+	typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf, wmma::row_major> frag_a;
+	typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf, wmma::col_major> frag_kt;
+	typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf, wmma::row_major> frag_v;
+	typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
+	extern __shared__ __align__(128) unsigned char smem[];
+	bf *qh = (bf *)(smem + L::q);
+	bf *kvb = (bf *)(smem + L::kv);
+	bf *pb = (bf *)(smem + L::pb);
+	float *sp = (float *)(smem + L::sp);
+	float *al_s = (float *)(smem + L::al);
+	float *f_s = (float *)(smem + L::fs);
+	uint8_t *raw = smem + L::raw;
+	uint8_t *raw_sc = smem + L::sc;
+	int *valid = (int *)(smem + L::valid);
+
+	const int r = blockIdx.x, h0 = blockIdx.y * HG;
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+	const int nh = min(HG, p.heads - h0);
+	const int n_tot = p.n_idx + p.n_win;
+	const int c0 = kSplit ? (int)blockIdx.z * chunk : 0;
+	const int c1 = kSplit ? min(n_tot, c0 + chunk) : n_tot;
+	const int le = tid >> 3, sub = tid & 7;
+
+	int cur = entry_slot(p, r, c0 + le, c1);
+	entry_issue(p, raw, raw_sc, le, sub, c0 + le, cur);
+	cp_async_commit();
+	int nxt = entry_slot(p, r, c0 + kTile + le, c1);
+	{ /* the queries as three bf16 terms (rows past nh zero) */
+		const float *qg = p.q + ((size_t)r * p.heads + h0) * kDim;
+		const bool vec = ((uintptr_t)p.q & 15) == 0;
+		for (int x = tid; x < HG * (kDim / 4); x += kThreads) {
+			const int hh = x / (kDim / 4), d = 4 * (x % (kDim / 4));
+			float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+			if (hh < nh) {
+				const float *g = qg + (size_t)hh * kDim + d;
+				if (vec)
+					v = __ldg((const float4 *)g);
+				else
+					v = make_float4(__ldg(g), __ldg(g + 1), __ldg(g + 2), __ldg(g + 3));
+			}
+			bf *t0 = qh + hh * kLdBf + d, *t1 = t0 + HG * kLdBf, *t2 = t1 + HG * kLdBf;
+			split3(v.x, t0, t1, t2, 0);
+			split3(v.y, t0, t1, t2, 1);
+			split3(v.z, t0, t1, t2, 2);
+			split3(v.w, t0, t1, t2, 3);
+		}
+	}
+
+	float m[RH], l[RH];
+#pragma unroll
+	for (int i = 0; i < RH; i++) {
+		m[i] = -INFINITY;
+		l[i] = 0.0f;
+	}
+	frag_c o[MT][NW];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int nw = 0; nw < NW; nw++)
+			wmma::fill_fragment(o[mt][nw], 0.0f);
+	float *stg = sp + warp * 256; /* this warp's 16 x 16 staging tile */
+
+	for (int t0 = c0; t0 < c1; t0 += kTile) {
+		cp_async_wait_all();
+		__syncthreads(); /* raw holds this tile; every warp is done with the last one */
+		entry_dequant_bf16(raw, raw_sc, kvb, valid, le, sub, cur);
+		__syncthreads();
+		cur = nxt;
+		entry_issue(p, raw, raw_sc, le, sub, t0 + kTile + le, cur);
+		cp_async_commit();
+		nxt = entry_slot(p, r, t0 + 2 * kTile + le, c1);
+
+		/* Scores: head tile mt, dim slice ks, both entry tiles. */
+		{
+			const int mt = warp % MT, ks = warp / MT;
+			frag_c acc[2];
+			wmma::fill_fragment(acc[0], 0.0f);
+			wmma::fill_fragment(acc[1], 0.0f);
+			const bf *qa = qh + mt * 16 * kLdBf;
+#pragma unroll 2
+			for (int k = ks * KD; k < (ks + 1) * KD; k++) {
+				frag_a a[3];
+#pragma unroll
+				for (int t = 0; t < 3; t++)
+					wmma::load_matrix_sync(a[t], qa + t * HG * kLdBf + 16 * k, kLdBf);
+#pragma unroll
+				for (int n = 0; n < 2; n++) {
+					frag_kt b;
+					wmma::load_matrix_sync(b, kvb + n * 16 * kLdBf + 16 * k, kLdBf);
+#pragma unroll
+					for (int t = 0; t < 3; t++)
+						wmma::mma_sync(acc[n], a[t], b, acc[n]);
+				}
+			}
+#pragma unroll
+			for (int n = 0; n < 2; n++)
+				wmma::store_matrix_sync(sp + (ks * HG + mt * 16) * kLdS + 16 * n, acc[n],
+							kLdS, wmma::mem_row_major);
+		}
+		__syncthreads();
+
+		/* Softmax: heads warp + 8 i, lane = entry; lazy reference max. */
+		int moved = 0;
+		{
+			const bool ok = valid[lane] != 0;
+#pragma unroll
+			for (int i = 0; i < RH; i++) {
+				const int hh = warp + 8 * i;
+				float a = 0.0f;
+#pragma unroll
+				for (int s = 0; s < KS; s++)
+					a += sp[(s * HG + hh) * kLdS + lane];
+				const float sv = ok ? p.scale * a : -INFINITY;
+				float mx = sv;
+#pragma unroll
+				for (int x = 1; x < 32; x <<= 1)
+					mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+				const float mn = (m[i] == -INFINITY || mx > m[i] + kLazy) ? mx : m[i];
+				const float e = sv == -INFINITY ? 0.0f : expf(sv - mn);
+				float sum = e;
+#pragma unroll
+				for (int x = 1; x < 32; x <<= 1)
+					sum += __shfl_xor_sync(0xffffffffu, sum, x);
+				const float alpha = m[i] == -INFINITY ? 0.0f : expf(m[i] - mn);
+				moved |= m[i] != -INFINITY && mn != m[i];
+				l[i] = l[i] * alpha + sum;
+				m[i] = mn;
+				bf *t0p = pb + hh * kLdP + lane;
+				split3(e, t0p, t0p + HG * kLdP, t0p + 2 * HG * kLdP, 0);
+				if (lane == 0)
+					al_s[hh] = alpha;
+			}
+		}
+		/* P, alpha and the decision visible to all; score slices free for staging. */
+		if (__syncthreads_or(moved)) {
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int nw = 0; nw < NW; nw++) {
+					wmma::store_matrix_sync(stg, o[mt][nw], 16, wmma::mem_row_major);
+					__syncwarp();
+					for (int e = lane; e < 256; e += 32)
+						stg[e] *= al_s[mt * 16 + (e >> 4)];
+					__syncwarp();
+					wmma::load_matrix_sync(o[mt][nw], stg, 16, wmma::mem_row_major);
+					__syncwarp();
+				}
+		}
+
+		/* PV: O[:, dims of warp] += P V over the tile's two entry steps. */
+#pragma unroll
+		for (int ke = 0; ke < kTile / 16; ke++) {
+			frag_a a[MT][3];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int t = 0; t < 3; t++)
+					wmma::load_matrix_sync(a[mt][t],
+							       pb + (t * HG + mt * 16) * kLdP + 16 * ke, kLdP);
+#pragma unroll
+			for (int nw = 0; nw < NW; nw++) {
+				frag_v b;
+				wmma::load_matrix_sync(b, kvb + 16 * ke * kLdBf + 16 * (warp * NW + nw),
+						       kLdBf);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+					for (int t = 0; t < 3; t++)
+						wmma::mma_sync(o[mt][nw], a[mt][t], b, o[mt][nw]);
+			}
+		}
+	}
+	cp_async_wait_all();
+
+	/* Per-head (m, l): the partials, or lse and the output factor. */
+	const int S = kSplit ? (int)gridDim.z : 1, c = kSplit ? (int)blockIdx.z : 0;
+#pragma unroll
+	for (int i = 0; i < RH; i++) {
+		const int hh = warp + 8 * i;
+		const size_t rh = (size_t)r * p.heads + h0 + hh;
+		if constexpr (kSplit) {
+			if (lane == 0 && hh < nh)
+				part_ml[rh * S + c] = make_float2(m[i], l[i]);
+		} else {
+			float lse = -INFINITY, f = 0.0f;
+			if (l[i] > 0.0f) {
+				lse = m[i] + logf(l[i]);
+				f = 1.0f / l[i];
+				if (p.sink && hh < nh)
+					f *= attn_sink_factor(lse, p.sink[h0 + hh]);
+			}
+			if (lane == 0) {
+				f_s[hh] = f;
+				if (p.lse && hh < nh)
+					p.lse[rh] = lse;
+			}
+		}
+	}
+	__syncthreads();
+	/* O through the staging tile: rows hh < nh, dims 16 n + [0, 16). */
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int nw = 0; nw < NW; nw++) {
+			wmma::store_matrix_sync(stg, o[mt][nw], 16, wmma::mem_row_major);
+			__syncwarp();
+#pragma unroll
+			for (int x = lane; x < 64; x += 32) {
+				const int row = x >> 2, hh = mt * 16 + row;
+				const int d = 16 * (warp * NW + nw) + 4 * (x & 3);
+				if (hh < nh) {
+					float4 v = *(const float4 *)(stg + 4 * x);
+					const size_t rh = (size_t)r * p.heads + h0 + hh;
+					if constexpr (kSplit) {
+						*(float4 *)(part_u + (rh * S + c) * kDim + d) = v;
+					} else {
+						const float f = f_s[hh];
+						float *od = p.out + rh * kDim + d;
+						od[0] = v.x * f;
+						od[1] = v.y * f;
+						od[2] = v.z * f;
+						od[3] = v.w * f;
+					}
+				}
+			}
+			__syncwarp();
+		}
+#else
+	(void)p;
+	(void)chunk;
+	(void)part_ml;
+	(void)part_u;
+#endif
+}
+
 __global__ void combine_kernel(strata_attn_combine_params p)
 {
 	const size_t rh = (size_t)p.n_rows * p.heads;
@@ -550,15 +921,22 @@ struct attn_plan {
  * narrowest; never wider than the heads need or shared memory allows. Then the split:
  * chunks of whole tiles, as many as leave one block per SM. Only shapes, the SM count
  * and the shared-memory limit go in, so a call's arithmetic is fixed by its shapes. */
-attn_plan attn_plan_for(const strata_dev *dev, const strata_attn_params *p, bool may_split)
+size_t attn_tc_smem_bytes(int hg)
+{
+	return hg >= 32 ? tc_smem<32>::bytes : tc_smem<16>::bytes;
+}
+
+/* tc: the tensor-core kernel, whose queries take 3 bf16 terms: groups of 32 at most. */
+attn_plan attn_plan_for(const strata_dev *dev, const strata_attn_params *p, bool may_split,
+			bool tc)
 {
 	const int n_tot = p->n_idx + p->n_win;
 	const long tiles = (n_tot + kTile - 1) / kTile;
 	const int sms = attn_sm_count(dev);
 	const size_t smem_max =
 		(size_t)attn_dev_attr(dev, cudaDevAttrMaxSharedMemoryPerBlockOptin, 232448);
-	int hg = p->heads <= 16 ? 16 : p->heads <= 32 ? 32 : 64;
-	while (hg > 16 && attn_smem_bytes(hg) > smem_max)
+	int hg = p->heads <= 16 ? 16 : p->heads <= 32 || tc ? 32 : 64;
+	while (hg > 16 && (tc ? attn_tc_smem_bytes(hg) : attn_smem_bytes(hg)) > smem_max)
 		hg /= 2;
 	for (; hg > 16; hg /= 2) {
 		long units = (long)p->n_rows * ((p->heads + hg - 1) / hg) * tiles;
@@ -584,28 +962,38 @@ attn_plan attn_plan_for(const strata_dev *dev, const strata_attn_params *p, bool
 	return pl;
 }
 
-template <int HG>
+/* TC: attn_tc_kernel (HG 32 or 16) instead of attn_kernel. */
+template <int HG, bool TC>
 int attn_launch(strata_dev *dev, const strata_attn_params *p, const attn_plan &pl, cudaStream_t st)
 {
+	typedef void (*kfn)(const strata_attn_params, int, float2 *, float *);
+	kfn k_unsplit, k_split;
+	size_t smem;
+	if constexpr (TC) {
+		k_unsplit = attn_tc_kernel<HG, false>;
+		k_split = attn_tc_kernel<HG, true>;
+		smem = tc_smem<HG>::bytes;
+	} else {
+		k_unsplit = attn_kernel<HG, false>;
+		k_split = attn_kernel<HG, true>;
+		smem = attn_smem_bytes(HG);
+	}
 	static bool attr_set; /* benign race: every caller sets the same value */
-	const size_t smem = attn_smem_bytes(HG);
 	if (!attr_set) {
-		cudaFuncSetAttribute(attn_kernel<HG, false>,
-				     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-		cudaFuncSetAttribute(attn_kernel<HG, true>,
-				     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		cudaFuncSetAttribute(k_unsplit, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		cudaFuncSetAttribute(k_split, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 		attr_set = true;
 	}
 	dim3 grid((unsigned)p->n_rows, (unsigned)((p->heads + HG - 1) / HG));
 	if (pl.S < 2) {
-		attn_kernel<HG, false><<<grid, kThreads, smem, st>>>(*p, pl.chunk, nullptr, nullptr);
-		return strata_dev_check(dev, "attention");
+		k_unsplit<<<grid, kThreads, smem, st>>>(*p, pl.chunk, nullptr, nullptr);
+		return strata_dev_check(dev, TC ? "attention (tensor cores)" : "attention");
 	}
 	float2 *ml = (float2 *)p->scratch;
 	float *u = (float *)((char *)p->scratch + pl.ml_bytes);
 	grid.z = (unsigned)pl.S;
-	attn_kernel<HG, true><<<grid, kThreads, smem, st>>>(*p, pl.chunk, ml, u);
-	int err = strata_dev_check(dev, "attention (split)");
+	k_split<<<grid, kThreads, smem, st>>>(*p, pl.chunk, ml, u);
+	int err = strata_dev_check(dev, TC ? "attention (split, tensor cores)" : "attention (split)");
 	if (err)
 		return err;
 	split_combine_kernel<<<(unsigned)((size_t)p->n_rows * p->heads), kCombThreads, 0, st>>>(
@@ -640,17 +1028,23 @@ extern "C" int strata_k_attn_gpu(strata_dev *dev, const strata_attn_params *p,
 		return -EINVAL;
 	if (p->n_rows == 0)
 		return 0;
-	attn_plan pl = attn_plan_for(dev, p, p->scratch != nullptr);
+	/* Tensor cores on request where the GPU has bf16 mma (sm_80+); else fp32. */
+	const bool tc =
+		p->tensor_cores && attn_dev_attr(dev, cudaDevAttrComputeCapabilityMajor, 9) >= 8;
+	attn_plan pl = attn_plan_for(dev, p, p->scratch != nullptr, tc);
 	if (pl.S > 1 && pl.bytes > p->scratch_bytes)
-		pl = attn_plan_for(dev, p, false);
+		pl = attn_plan_for(dev, p, false, tc);
 	cudaStream_t st = (cudaStream_t)s;
+	if (tc)
+		return pl.hg >= 32 ? attn_launch<32, true>(dev, p, pl, st)
+				   : attn_launch<16, true>(dev, p, pl, st);
 	switch (pl.hg) {
 	case 64:
-		return attn_launch<64>(dev, p, pl, st);
+		return attn_launch<64, false>(dev, p, pl, st);
 	case 32:
-		return attn_launch<32>(dev, p, pl, st);
+		return attn_launch<32, false>(dev, p, pl, st);
 	default:
-		return attn_launch<16>(dev, p, pl, st);
+		return attn_launch<16, false>(dev, p, pl, st);
 	}
 }
 extern "C" int strata_k_attn_combine_gpu(strata_dev *dev, const strata_attn_combine_params *p,

@@ -403,7 +403,15 @@ int strata_k_hotcache_cpu(const strata_hotcache_params *p);
  * function of the device's SM count, n_rows, heads and n_idx + n_win only, and the
  * merge runs over chunks in order, so the determinism above holds for a fixed scratch
  * size. Without scratch (NULL or smaller than strata_k_attn_scratch()) the kernel
- * runs unsplit, within the same tolerance of the CPU twin. */
+ * runs unsplit, within the same tolerance of the CPU twin.
+ *
+ * Tensor cores (opt-in, tensor_cores = 1, GPUs of sm_80 and later; ignored elsewhere
+ * and by the CPU twin): the products run as bf16 mma with fp32 accumulation. Entries
+ * dequantise exactly to bf16, and the fp32 query and the unnormalised probabilities
+ * are each split into three bf16 terms whose sum is the fp32 value exactly, so every
+ * product is exact and only the accumulation order differs from the CPU twin: the
+ * same tolerance, the same determinism, the same split scratch and merge. Heads go in
+ * groups of 32 or 16 there. 0 (the default) keeps the fp32 kernel. */
 #define STRATA_ATTN_GPU_RTOL 1e-5f
 #define STRATA_ATTN_GPU_ATOL 1e-5f
 
@@ -431,6 +439,7 @@ typedef struct strata_attn_params {
 	float *lse;               /* [n_rows][heads], natural log, without sink; or NULL */
 	void *scratch;            /* device, strata_k_attn_scratch() bytes, or NULL: unsplit */
 	size_t scratch_bytes;
+	int tensor_cores;         /* GPU: 0 = fp32 kernel (default), 1 = bf16 mma (sm_80+) */
 } strata_attn_params;
 
 /* Device scratch bytes the split path needs for p's shapes (n_rows, heads, n_idx,

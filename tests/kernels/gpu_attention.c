@@ -1,6 +1,7 @@
 /* GPU sparse attention and LSE combine against the CPU twins (kernels.h tolerances),
  * and run-to-run determinism, for the unsplit kernel (no scratch) and the split-over-
- * entries path (strata_k_attn_scratch() bytes). Shapes cover each head-group width the
+ * entries path (strata_k_attn_scratch() bytes), each with the fp32 kernel and the
+ * tensor-core one (tensor_cores 0 and 1). Shapes cover each head-group width the
  * kernel picks (16, 32, 64; heads not a multiple of it; 128 heads), holes, empty rows
  * and lists, 1-entry lists, long HCA lists, no sink, and pools / queries that are not
  * 16-byte aligned (the kernel's 4-byte copy and scalar query paths). */
@@ -128,42 +129,49 @@ static void run_acase(const acase *ac)
 	g.lse = dlse;
 	float *go = malloc(sizeof *go * qn), *gl = malloc(sizeof *gl * rows * heads);
 	float *go2 = malloc(sizeof *go * qn);
-	ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
-	ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
-	ck_assert_int_eq(strata_dev_copy(dev, gl, dlse, sizeof *gl * rows * heads, NULL), 0);
-	ck_assert_int_eq(strata_dev_sync(dev), 0);
-	check_close(go, co, gl, cl, rows, heads);
-	ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
-	ck_assert_int_eq(strata_dev_copy(dev, go2, dout, sizeof *go * qn, NULL), 0);
-	ck_assert_int_eq(strata_dev_sync(dev), 0);
-	ck_assert_mem_eq(go, go2, sizeof *go * qn); /* deterministic */
-
-	/* The split path: same tolerance against the CPU twin, deterministic too. */
-	size_t sb = strata_k_attn_scratch(dev, &g);
-	if (ac->want_split)
-		ck_assert_uint_gt(sb, 0);
 	void *dscr = NULL;
-	if (sb) {
-		ck_assert_int_eq(strata_dev_alloc(dev, sb, &dscr), 0);
-		strata_attn_params gs = g;
-		gs.scratch = dscr;
-		gs.scratch_bytes = sb;
+	/* Both kernels: fp32 (tensor_cores 0) and bf16 mma (1), same checks. */
+	for (int tc = 0; tc < 2; tc++) {
+		g.tensor_cores = tc;
 		ck_assert_int_eq(strata_dev_memset(dev, dout, 0xff, sizeof *co * qn, NULL), 0);
-		ck_assert_int_eq(strata_k_attn(dev, &gs, NULL), 0);
+		ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
 		ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
 		ck_assert_int_eq(strata_dev_copy(dev, gl, dlse, sizeof *gl * rows * heads, NULL), 0);
 		ck_assert_int_eq(strata_dev_sync(dev), 0);
 		check_close(go, co, gl, cl, rows, heads);
-		/* Scratch left dirty by the first run must not matter. */
-		ck_assert_int_eq(strata_k_attn(dev, &gs, NULL), 0);
+		ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
 		ck_assert_int_eq(strata_dev_copy(dev, go2, dout, sizeof *go * qn, NULL), 0);
 		ck_assert_int_eq(strata_dev_sync(dev), 0);
-		ck_assert_mem_eq(go, go2, sizeof *go * qn);
-		/* A buffer sized for longer lists serves this one. */
-		strata_attn_params longer = g;
-		longer.n_idx += 4096;
-		ck_assert_uint_ge(strata_k_attn_scratch(dev, &longer), sb);
+		ck_assert_mem_eq(go, go2, sizeof *go * qn); /* deterministic */
+
+		/* The split path: same tolerance against the CPU twin, deterministic too. */
+		size_t sb = strata_k_attn_scratch(dev, &g);
+		if (ac->want_split)
+			ck_assert_uint_gt(sb, 0);
+		if (sb) {
+			if (!dscr)
+				ck_assert_int_eq(strata_dev_alloc(dev, sb, &dscr), 0);
+			strata_attn_params gs = g;
+			gs.scratch = dscr;
+			gs.scratch_bytes = sb;
+			ck_assert_int_eq(strata_dev_memset(dev, dout, 0xff, sizeof *co * qn, NULL), 0);
+			ck_assert_int_eq(strata_k_attn(dev, &gs, NULL), 0);
+			ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
+			ck_assert_int_eq(strata_dev_copy(dev, gl, dlse, sizeof *gl * rows * heads, NULL), 0);
+			ck_assert_int_eq(strata_dev_sync(dev), 0);
+			check_close(go, co, gl, cl, rows, heads);
+			/* Scratch left dirty by the first run must not matter. */
+			ck_assert_int_eq(strata_k_attn(dev, &gs, NULL), 0);
+			ck_assert_int_eq(strata_dev_copy(dev, go2, dout, sizeof *go * qn, NULL), 0);
+			ck_assert_int_eq(strata_dev_sync(dev), 0);
+			ck_assert_mem_eq(go, go2, sizeof *go * qn);
+			/* A buffer sized for longer lists serves this one. */
+			strata_attn_params longer = g;
+			longer.n_idx += 4096;
+			ck_assert_uint_ge(strata_k_attn_scratch(dev, &longer), sb);
+		}
 	}
+	g.tensor_cores = 0;
 
 	/* Combine: split the rows' results into two partials (same output twice with
 	 * lse, and a -inf part) and compare GPU with CPU. */
@@ -413,6 +421,7 @@ START_TEST(pool2_host_tier)
 	g.out = dout;
 	g.lse = dlse;
 	float *go = malloc(sizeof *go * qn), *gl = malloc(sizeof *gl * R * H);
+	float *go2 = malloc(sizeof *go2 * qn);
 	for (int split = 0; split < 2; split++) {
 		if (split) {
 			g.scratch_bytes = strata_k_attn_scratch(dev, &g);
@@ -421,11 +430,19 @@ START_TEST(pool2_host_tier)
 			ck_assert_int_eq(strata_dev_alloc(dev, g.scratch_bytes, &dscr), 0);
 			g.scratch = dscr;
 		}
-		ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
-		ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
-		ck_assert_int_eq(strata_dev_copy(dev, gl, dlse, sizeof *gl * R * H, NULL), 0);
-		ck_assert_int_eq(strata_dev_sync(dev), 0);
-		check_close(go, co, gl, cl, R, H);
+		for (int tc = 0; tc < 2; tc++) { /* fp32 kernel, then bf16 mma */
+			g.tensor_cores = tc;
+			for (int rep = 0; rep < 2; rep++) {
+				ck_assert_int_eq(strata_dev_memset(dev, dout, 0xff, sizeof *co * qn, NULL), 0);
+				ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
+				ck_assert_int_eq(strata_dev_copy(dev, rep ? go2 : go, dout, sizeof *go * qn,
+								 NULL), 0);
+				ck_assert_int_eq(strata_dev_copy(dev, gl, dlse, sizeof *gl * R * H, NULL), 0);
+				ck_assert_int_eq(strata_dev_sync(dev), 0);
+				check_close(rep ? go2 : go, co, gl, cl, R, H);
+			}
+			ck_assert_mem_eq(go, go2, sizeof *go * qn); /* deterministic */
+		}
 	}
 	strata_dev_free(dev, dscr);
 	strata_dev_free(dev, dout);
@@ -441,7 +458,7 @@ START_TEST(pool2_host_tier)
 	strata_dev_free(dev, dpool);
 	strata_dev_host_free(dev, pinned);
 	free(hpool); free(src); free(map); free(q); free(sink); free(co); free(cl);
-	free(go); free(gl);
+	free(go); free(gl); free(go2);
 }
 END_TEST
 
