@@ -26,11 +26,13 @@ static const char *usage =
 	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
+	"                           [--tc]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
 	"and the device budget sets the 'requests that fit' figure (default 120 / 96).\n"
 	"--check: every mode's outputs must be bit-identical (exit 1 otherwise).\n"
+	"--tc: attention on tensor cores (every mode; strata_attn_params.tensor_cores).\n"
 	"--direct: also run HiSparse with direct_misses (misses read in place by attention,\n"
 	"admitted after it on a side stream), row hisparse-direct.\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
@@ -63,13 +65,14 @@ typedef struct point {
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int direct, int ctx, int batch, int hot, int uniform,
-		     int profile, point *pt)
+		     strata_ref_mode mode, int direct, int tc, int ctx, int batch, int hot,
+		     int uniform, int profile, point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	c.model = *m;
 	c.mode = mode;
 	c.direct_misses = direct;
+	c.attn_tensor_cores = tc;
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
 	c.hot_slots = hot;
@@ -132,7 +135,7 @@ int strata_bench_decode(int argc, char **argv)
 	uint64_t ctxs[8], batches[8];
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
-	int uniform = 0, hot = 0, profile = 0, direct = 0;
+	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -146,6 +149,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--direct")) {
 			direct = 1;
+			continue;
+		}
+		if (!strcmp(a, "--tc")) {
+			tc = 1;
 			continue;
 		}
 		if (!v) {
@@ -214,7 +221,7 @@ int strata_bench_decode(int argc, char **argv)
 				}
 				err = run_point(dev, &o, &m,
 						mode == 3 ? STRATA_REF_HISPARSE : (strata_ref_mode)mode,
-						mode == 3, ctx, batch, hot, uniform, profile, &pt[mode]);
+						mode == 3, tc, ctx, batch, hot, uniform, profile, &pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));

@@ -65,6 +65,8 @@ typedef struct strata_ref_config {
 				    attention, so no residency work sits between top-k and
 				    attention; no prediction. 0: misses are copied into the
 				    hot cache first (one kernel), prediction on. */
+	int attn_tensor_cores;   /* GPU attention on tensor cores (strata_attn_params
+				    .tensor_cores); 0: the fp32 kernel */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \

@@ -183,7 +183,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 {
 	if (!dev || !cfg || !out || cfg->size < sizeof *cfg || cfg->n_req < 1 ||
 	    cfg->max_ctx < 1 || cfg->mode < STRATA_REF_ALL_RESIDENT || cfg->mode > STRATA_REF_SWAPIN ||
-	    (cfg->direct_misses != 0 && (cfg->direct_misses != 1 || cfg->mode != STRATA_REF_HISPARSE)))
+	    (cfg->direct_misses != 0 && (cfg->direct_misses != 1 || cfg->mode != STRATA_REF_HISPARSE)) ||
+	    (cfg->attn_tensor_cores != 0 && cfg->attn_tensor_cores != 1))
 		return -EINVAL;
 	int err = strata_model_validate(&cfg->model);
 	if (err)
@@ -288,7 +289,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 		 * buffer serves every layer, and every call with these shapes splits the
 		 * same way: HiSparse and all-resident stay bit-identical. */
 		strata_attn_params ap = { .n_rows = R, .heads = e->m.n_heads,
-					  .n_idx = K > e->cap128 ? K : e->cap128, .n_win = 128 };
+					  .n_idx = K > e->cap128 ? K : e->cap128, .n_win = 128,
+					  .tensor_cores = cfg->attn_tensor_cores };
 		e->attn_scratch_bytes = strata_k_attn_scratch(dev, &ap);
 		if (e->attn_scratch_bytes &&
 		    (err = dalloc(e, e->attn_scratch_bytes, &e->d_attn_scratch, NULL)))

@@ -244,7 +244,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 				 .sink = L->d_sink, .win_pool = L->win, .win_B = 64,
 				 .win_idx = e->d_win_idx, .n_win = 128, .out = L->d_out,
 				 .scratch = e->d_attn_scratch,
-				 .scratch_bytes = e->attn_scratch_bytes };
+				 .scratch_bytes = e->attn_scratch_bytes,
+				 .tensor_cores = e->cfg.attn_tensor_cores };
 	int err = 0;
 	if (L->w.ratio == 4) {
 		strata_indexer_params ip = {

@@ -239,6 +239,9 @@ START_TEST(direct_misses_needs_hisparse)
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	ck_assert_ptr_null(e);
 	c.direct_misses = 1;
+	c.attn_tensor_cores = 2; /* 0 or 1 */
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.attn_tensor_cores = 1; /* the CPU twin ignores it */
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), 0);
 	strata_ref_engine_destroy(e);
 	strata_dev_close(d);
