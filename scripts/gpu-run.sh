@@ -5,7 +5,8 @@
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
 #   usage: scripts/gpu-run.sh [quick|full]     (quick: tests + 1-row indexer, decode
-#                                               128K b1/b32, attention; ~3 min)
+#                                               128K b1/b32 with both attention kernels,
+#                                               attention; ~4 min)
 set -uo pipefail
 mode=${1:-quick}
 out=${OUT:-$PWD/gpu-out}
@@ -34,6 +35,7 @@ run() { # name timeout args...
 run attn 60 bench attn --check
 run indexer_1row 60 bench indexer --phases --check --ctx 128K,1M --batch 1 --rows 1
 run decode_128k 150 bench decode --check --direct --contexts 128K --batches 1,32 --reps 5
+run decode_128k_tc 150 bench decode --check --direct --tc --contexts 128K --batches 1,32 --reps 5
 if [ "$mode" = full ]; then
 	run decode_128k_b8 90 bench decode --check --direct --contexts 128K --batches 8 --reps 5
 	run decode_1m 120 bench decode --check --direct --contexts 1M --batches 1,8 --reps 5
