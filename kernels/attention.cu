@@ -88,6 +88,19 @@ __device__ __forceinline__ void cp_async_wait_all()
 	asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
+/* Query dims d .. d + 3 of head h0 + hh of row r (16-byte loads when q allows), or
+ * zeros for a head past the group's nh. */
+__device__ __forceinline__ float4 query4(const strata_attn_params &p, int r, int h0, int nh,
+					 int hh, int d)
+{
+	if (hh >= nh)
+		return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	const float *g = p.q + ((size_t)r * p.heads + h0 + hh) * kDim + d;
+	if (((uintptr_t)p.q & 15) == 0)
+		return __ldg((const float4 *)g);
+	return make_float4(__ldg(g), __ldg(g + 1), __ldg(g + 2), __ldg(g + 3));
+}
+
 /* Slot of list position j of row r: >= 0 in pool (win_pool for the window), <= -2
  * entry -2 - v of pool2 (selected list only, when pool2 is set), or -1 (a hole, or
  * past this block's chunk). */
@@ -201,18 +214,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_kernel(const strata_attn_par
 	cp_async_commit();
 	int nxt = entry_slot(p, r, c0 + kTile + le, c1);
 	{
-		const float *qg = p.q + ((size_t)r * p.heads + h0) * kDim;
-		const bool vec = ((uintptr_t)p.q & 15) == 0;
 		for (int x = tid; x < HG * (kDim / 4); x += kThreads) {
 			const int hh = x / (kDim / 4), d = 4 * (x % (kDim / 4));
-			float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-			if (hh < nh) {
-				const float *g = qg + (size_t)hh * kDim + d;
-				if (vec)
-					v = __ldg((const float4 *)g);
-				else
-					v = make_float4(__ldg(g), __ldg(g + 1), __ldg(g + 2), __ldg(g + 3));
-			}
+			const float4 v = query4(p, r, h0, nh, hh, d);
 			*(float4 *)(qs + hh * kDim + d) = v;
 		}
 	}
@@ -621,18 +625,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_tc_kernel(const strata_attn_
 	cp_async_commit();
 	int nxt = entry_slot(p, r, c0 + kTile + le, c1);
 	{ /* the queries as three bf16 terms (rows past nh zero) */
-		const float *qg = p.q + ((size_t)r * p.heads + h0) * kDim;
-		const bool vec = ((uintptr_t)p.q & 15) == 0;
 		for (int x = tid; x < HG * (kDim / 4); x += kThreads) {
 			const int hh = x / (kDim / 4), d = 4 * (x % (kDim / 4));
-			float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-			if (hh < nh) {
-				const float *g = qg + (size_t)hh * kDim + d;
-				if (vec)
-					v = __ldg((const float4 *)g);
-				else
-					v = make_float4(__ldg(g), __ldg(g + 1), __ldg(g + 2), __ldg(g + 3));
-			}
+			const float4 v = query4(p, r, h0, nh, hh, d);
 			bf *t0 = qh + hh * kLdBf + d, *t1 = t0 + HG * kLdBf, *t2 = t1 + HG * kLdBf;
 			split3(v.x, t0, t1, t2, 0);
 			split3(v.y, t0, t1, t2, 1);
