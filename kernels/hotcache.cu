@@ -7,7 +7,7 @@
 //   from the host tier (fetch_victims), then the output list.
 // Everything an rl owns (its map row, its slots) is touched by one CTA only, so plain
 // loads and stores ordered by __syncthreads() suffice; the pending markers and the
-// shared counters (work list, errors) use atomics.
+// shared counters (errors) use atomics.
 #include "gather_int.h"
 
 #include <climits>

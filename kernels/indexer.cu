@@ -2,8 +2,9 @@
  * Indexer on the GPU: fused tensor-core scan + exact two-level radix top-k (FORMATS.md
  * section 4).
  *
- * One memset and two kernels, launch shapes fixed by the host fields and the GPU's
- * occupancy (CUDA-graph capturable, no host synchronisation):
+ * Two kernels and no memset (the scratch's counters are zero at rest: the last CTA of
+ * each row clears what the row used), launch shapes fixed by the host fields and the
+ * GPU's occupancy (CUDA-graph capturable, no host synchronisation):
  *  1. scan   grid (G, n_req), 4 warps, G = resident CTAs / n_req (one wave). CTA x of a
  *            request scores key units x, x+G, ... of 128 keys for all of its rows (MTP
  *            rows share the key reads and the dequantisation), so the query staging and
@@ -11,19 +12,22 @@
  *            dequantised in registers straight into mma.sync m16n8k16 B fragments (bf16,
  *            exact); the permuted bf16 query is the A operand (heads = M) from shared
  *            memory. The epilogue applies ReLU and the head weights, reduces over heads
- *            with three shuffles, writes the fp32 score and counts it in a 2048-bucket
- *            histogram (fp16 of the score, a monotone map) flushed once per CTA.
+ *            by a reduce-scatter across lanes, writes the fp32 score and counts it in a
+ *            2048-bucket histogram (fp16 of the score, a monotone map) flushed once per
+ *            CTA. (See "scan v2" below for the register and instruction budget.)
  *  2. filter grid (ceil(max_limit / 2048), n_rows), 512 threads. Every CTA finds the
  *            threshold bucket b* (the bucket holding the k-th score), appends ids with
  *            bucket > b* to the row's "selected" list and (score, id) keys of bucket b*
  *            to its candidate list, and counts those in a 4096-bin second-level histogram
  *            over the score's ordered bits inside b*. The row's last CTA to finish
  *            (threadfence + counter) then selects: bin b2* of the second level holding the
- *            k-th score, everything above it taken outright, and an exact radix select on
- *            64-bit (score bits, inverted id) keys only among bin (b*, b2*)'s few
- *            elements, in shared memory (from global memory when crowded: many equal
- *            scores; from the whole row when the candidate list overflowed); then a
- *            bitonic sort of the k ids. Rows with limit <= k are written 0..limit-1.
+ *            k-th score, everything above it taken outright, and among bin (b*, b2*)'s
+ *            elements a rank select when they are few (the usual case) or an exact radix
+ *            select on 64-bit (score bits, inverted id) keys (in shared memory; from
+ *            global memory when crowded: many equal scores; from the whole row when the
+ *            candidate list overflowed); then a counting sort of the k ids. Shared
+ *            counters are incremented once per warp and address (agg_inc), so equal
+ *            scores do not serialise. Rows with limit <= k are written 0..limit-1.
  * strata_k_indexer_phases runs the same work with the select as its own kernel and
  * events between the launches.
  */
