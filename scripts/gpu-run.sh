@@ -38,7 +38,7 @@ run decode_128k 150 bench decode --check --direct --contexts 128K --batches 1,32
 run decode_128k_tc 150 bench decode --check --direct --tc --contexts 128K --batches 1,32 --reps 5
 if [ "$mode" = full ]; then
 	run decode_128k_b8 90 bench decode --check --direct --contexts 128K --batches 8 --reps 5
-	run decode_1m 120 bench decode --check --direct --contexts 1M --batches 1,8 --reps 5
+	run decode_1m 300 bench decode --check --direct --contexts 1M --batches 1,8,32 --reps 5 --host-gib 110
 	run indexer 240 bench indexer
 	run fetch 90 bench fetch --check
 	run tiers 240 bench tiers --file /tmp/strata-tiers.dat --size 4G
