@@ -50,29 +50,6 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L)
 	L->ev_attn = NULL;
 }
 
-/* direct_misses: the residency map, and per row the request's first entry in the
- * layer's host tier (requests' blocks are back to back: r * nblk * 64), which makes
- * strata_k_attn_map's "-2 - (base + id)" an entry of the attention's pool2 = L->c4. */
-static int direct_init(strata_ref_engine *e)
-{
-	const int R = e->cfg.n_req;
-	int err = strata_hotcache_residency(e->hc, &e->hc_map, &e->hc_stride);
-	if (err)
-		return err;
-	int32_t *hb = malloc(sizeof *hb * R);
-	if (!hb)
-		return -ENOMEM;
-	for (int r = 0; r < R; r++)
-		hb[r] = r * e->nblk * 64;
-	err = strata_dev_alloc(e->dev, sizeof *hb * R, (void **)&e->d_rowbase_k);
-	if (!err)
-		err = strata_dev_copy(e->dev, e->d_rowbase_k, hb, sizeof *hb * R, NULL);
-	if (!err)
-		err = strata_dev_sync(e->dev);
-	free(hb);
-	return err;
-}
-
 int ref_fetch_init(strata_ref_engine *e)
 {
 	const int R = e->cfg.n_req, K = e->m.index_topk;
@@ -135,8 +112,10 @@ int ref_fetch_init(strata_ref_engine *e)
 		}
 	}
 	free(tab);
+	/* direct_misses reads the residency map; the per-row host bases are e->d_rowbase
+	 * (the host tier has the all-resident pool's layout: r * cap4 + id) */
 	if (!err && e->cfg.direct_misses)
-		err = direct_init(e);
+		err = strata_hotcache_residency(e->hc, &e->hc_map, &e->hc_stride);
 	if (!err)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * e->stage_rows, (void **)&e->d_ap_rl);
 	if (!err)
@@ -185,7 +164,7 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 		 * step's admission (joined at that step's end); an appended entry without a
 		 * hot slot is a miss, so its write-back must have landed */
 		strata_attn_map_params mp = { .n_rows = R, .width = K, .ids = L->d_ids,
-					      .row_base = e->d_rowbase_k, .out = L->d_list,
+					      .row_base = e->d_rowbase, .out = L->d_list,
 					      .map = e->hc_map, .row_map = L->d_row_rl,
 					      .map_stride = e->hc_stride };
 		if ((err = strata_hotcache_host_fence(e->hc, NULL)))
