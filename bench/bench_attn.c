@@ -12,7 +12,8 @@
  * tensor-core one (tensor_cores = 1: rows "attn split tc" / "attn unsplit tc").
  *
  * --check compares the first rows (up to 4) of every timed configuration with the
- * CPU twin within STRATA_ATTN_GPU_RTOL / ATOL (kernels.h). */
+ * CPU twin within STRATA_ATTN_GPU_RTOL (TC_RTOL for the tensor-core rows) / ATOL
+ * (kernels.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,12 +102,13 @@ static int check_rows(timer *t, const strata_attn_params *hp, int n_chk, const f
 	    strata_dev_copy(t->dev, gl, dlse, n * sizeof *gl, NULL) || strata_dev_sync(t->dev))
 		goto out;
 	bad = 0;
+	const float rtol = hp->tensor_cores ? STRATA_ATTN_GPU_TC_RTOL : STRATA_ATTN_GPU_RTOL;
 	for (size_t i = 0; i < n; i++) {
 		float mx = 0;
 		for (int d = 0; d < D; d++)
 			mx = fmaxf(mx, fabsf(co[i * D + d]));
 		for (int d = 0; d < D; d++)
-			bad |= !(fabsf(go[i * D + d] - co[i * D + d]) <= STRATA_ATTN_GPU_RTOL * mx + 1e-30f);
+			bad |= !(fabsf(go[i * D + d] - co[i * D + d]) <= rtol * mx + 1e-30f);
 		if (isinf(cl[i]))
 			bad |= !(isinf(gl[i]) && gl[i] < 0);
 		else

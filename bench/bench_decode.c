@@ -6,8 +6,9 @@
  * cache), all-resident (the limit measured in the same run) and synchronous swap-in
  * (every selected entry gathered on the compute stream right after top-k, no cache,
  * no prediction: SGLang today), and with --direct HiSparse with direct_misses (hits
- * from the hot pool, misses read in place from the host tier by attention, admission
- * on a side stream after attention).
+ * from the hot pool, misses staged or read in place from the host tier as the engine's
+ * AUTO rule picks, admission on a side stream after attention; --direct-all: a row for
+ * each of in place, staged and auto).
  * Contexts are given a synthetic fill (strata_ref_engine_fill) so that 1M tokens take
  * seconds; the decode steps are exact. Reports step time (median, p99) and its ratio
  * to all-resident, device bytes per request, the hit rate, whether the outputs of all
@@ -26,15 +27,17 @@ static const char *usage =
 	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
-	"                           [--tc]\n"
+	"                           [--direct-all] [--tc]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
 	"and the device budget sets the 'requests that fit' figure (default 120 / 96).\n"
 	"--check: every mode's outputs must be bit-identical (exit 1 otherwise).\n"
 	"--tc: attention on tensor cores (every mode; strata_attn_params.tensor_cores).\n"
-	"--direct: also run HiSparse with direct_misses (misses read in place by attention,\n"
-	"admitted after it on a side stream), row hisparse-direct.\n"
+	"--direct: also run HiSparse with direct_misses (engine.h: hits from the hot pool,\n"
+	"misses staged on the device or read in place from the host tier, admitted after\n"
+	"attention on a side stream), path AUTO, row hisparse-direct. --direct-all: rows\n"
+	"hisparse-inplace, hisparse-staged and hisparse-direct (auto).\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
 	"ncu --profile-from-start off: the kernels of exactly one decode step per mode).";
 
@@ -148,7 +151,11 @@ int strata_bench_decode(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(a, "--direct")) {
-			direct = 1;
+			direct = direct > 1 ? direct : 1;
+			continue;
+		}
+		if (!strcmp(a, "--direct-all")) {
+			direct = 2;
 			continue;
 		}
 		if (!strcmp(a, "--tc")) {
@@ -197,9 +204,17 @@ int strata_bench_decode(int argc, char **argv)
 		       "model math before it (not in step_ms); launch_ms = host time issuing the "
 		       "device phase (near step_ms: launch bound); %d warm-up + %d timed steps",
 		       m.name, uniform ? "uniform" : "structured", m.n_layers, o.warmup, o.reps);
-	/* the fourth row (--direct) is HISPARSE with direct_misses (engine.h) */
-	enum { NMODES = 4 };
-	static const char *names[NMODES] = { "all-resident", "hisparse", "swapin", "hisparse-direct" };
+	/* rows: the three modes, then (--direct) HISPARSE with direct_misses AUTO, then
+	 * (--direct-all) IN_PLACE and STAGED (engine.h) */
+	enum { NMODES = 6 };
+	static const char *names[NMODES] = { "all-resident", "hisparse", "swapin", "hisparse-direct",
+					     "hisparse-inplace", "hisparse-staged" };
+	static const int row_mode[NMODES] = { STRATA_REF_ALL_RESIDENT, STRATA_REF_HISPARSE,
+					      STRATA_REF_SWAPIN, STRATA_REF_HISPARSE,
+					      STRATA_REF_HISPARSE, STRATA_REF_HISPARSE };
+	static const int row_direct[NMODES] = { 0, 0, 0, STRATA_REF_MISS_AUTO,
+						STRATA_REF_MISS_IN_PLACE, STRATA_REF_MISS_STAGED };
+	const int n_rows = direct == 2 ? 6 : direct ? 4 : 3;
 	int check_failed = 0;
 	uint64_t dev_budget = (uint64_t)(dev_gib * 1073741824.0);
 	uint64_t host_budget = (uint64_t)(host_gib * 1073741824.0);
@@ -209,7 +224,7 @@ int strata_bench_decode(int argc, char **argv)
 			strata_sizes sz;
 			strata_model_sizes(&m, (uint64_t)ctx, &sz);
 			point pt[NMODES] = { { 0 } };
-			for (int mode = 0; mode < (direct ? NMODES : 3); mode++) {
+			for (int mode = 0; mode < n_rows; mode++) {
 				uint64_t need_dev = (mode == 0 ? sz.total_bytes : sz.device_offloaded) *
 						    (uint64_t)batch;
 				uint64_t need_host = mode == 0 ? 0 : sz.c4_main_bytes * (uint64_t)batch;
@@ -219,9 +234,9 @@ int strata_bench_decode(int argc, char **argv)
 						       need_dev / 1073741824.0, need_host / 1073741824.0);
 					continue;
 				}
-				err = run_point(dev, &o, &m,
-						mode == 3 ? STRATA_REF_HISPARSE : (strata_ref_mode)mode,
-						mode == 3, tc, ctx, batch, hot, uniform, profile, &pt[mode]);
+				err = run_point(dev, &o, &m, (strata_ref_mode)row_mode[mode],
+						row_direct[mode], tc, ctx, batch, hot, uniform, profile,
+						&pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));
@@ -244,7 +259,7 @@ int strata_bench_decode(int argc, char **argv)
 					      "vs_resident", pt[0].ok ? bench_fmt("%.3f", pt[mode].med_ms / pt[0].med_ms) : "n/a",
 					      "dev_MiB_per_req", bench_fmt("%.1f", pt[mode].dev_per_req / 1048576.0),
 					      "dev_vs_resident", pt[0].ok ? bench_fmt("%.3f", (double)pt[mode].dev_per_req / (double)pt[0].dev_per_req) : "n/a",
-					      "hit_rate", mode == 1 || mode == 3 ? bench_fmt("%.3f", pt[mode].hit) : "-",
+					      "hit_rate", row_mode[mode] == STRATA_REF_HISPARSE ? bench_fmt("%.3f", pt[mode].hit) : "-",
 					      "fetch_MB_step", bench_fmt("%.2f", pt[mode].fetched_mb),
 					      "identical", same, NULL);
 			}

@@ -48,6 +48,19 @@ typedef enum {
 	STRATA_REF_UNIFORM = 1,    /* uniform noise: the worst case for a cache */
 } strata_ref_inputs;
 
+/* strata_ref_config.direct_misses. */
+typedef enum {
+	STRATA_REF_MISS_COPY = 0,     /* into the hot cache before attention */
+	STRATA_REF_MISS_IN_PLACE = 1, /* attention reads them from the pinned host tier
+					 (zero-copy; once per head group of its plan) */
+	STRATA_REF_MISS_STAGED = 2,   /* the index-map kernel copies them into a device
+					 staging pool (n_req x topk entries), so each
+					 crosses the bus once before attention */
+	STRATA_REF_MISS_AUTO = 3,     /* STAGED when attention would read an entry more
+					 than once (strata_k_attn_head_groups > 1: small
+					 batches), else IN_PLACE */
+} strata_ref_miss_path;
+
 typedef struct strata_ref_config {
 	size_t size;             /* sizeof(strata_ref_config) */
 	strata_model model;      /* fill with strata_model_preset() */
@@ -59,12 +72,13 @@ typedef struct strata_ref_config {
 	uint64_t seed;           /* weights and inputs */
 	strata_ref_inputs inputs;
 	int keep_outputs;        /* keep the last step's outputs (strata_ref_engine_output) */
-	int direct_misses;       /* HISPARSE: attention reads each miss in place from the
-				    host tier (zero-copy) and the hot cache admits the
-				    step's misses on a side stream after the layer's
-				    attention, so no residency work sits between top-k and
-				    attention; no prediction. 0: misses are copied into the
-				    hot cache first (one kernel), prediction on. */
+	int direct_misses;       /* HISPARSE: how a step's misses reach attention without
+				    waiting for the hot cache (strata_ref_miss_path). Not
+				    COPY: no residency work sits between top-k and
+				    attention, the hot cache admits the step's misses on a
+				    side stream after the layer's attention, and nothing is
+				    predicted. COPY (0): misses are copied into the hot
+				    cache first (one kernel), prediction on. */
 	int attn_tensor_cores;   /* GPU attention on tensor cores (strata_attn_params
 				    .tensor_cores); 0: the fp32 kernel */
 } strata_ref_config;

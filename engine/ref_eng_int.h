@@ -71,6 +71,8 @@ struct strata_ref_engine {
 	uint8_t *hot_base;      /* the pool attention reads in either mode */
 	int32_t *d_rowbase_k;   /* [n_req]: r * topk */
 	const int32_t *hc_map;  /* direct_misses: the hot cache's residency map */
+	uint8_t *miss_stage;    /* direct_misses staged: [n_req x topk] entries, or NULL
+				   (misses read in place) */
 	int hc_stride;          /* its ids per rl */
 	int32_t *d_ap_rl, *d_ap_ids; /* HISPARSE appends: [stage_rows] */
 	int32_t *h_ap;          /* [2][stage_rows] */

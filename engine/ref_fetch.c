@@ -116,6 +116,28 @@ int ref_fetch_init(strata_ref_engine *e)
 	 * (the host tier has the all-resident pool's layout: r * cap4 + id) */
 	if (!err && e->cfg.direct_misses)
 		err = strata_hotcache_residency(e->hc, &e->hc_map, &e->hc_stride);
+	if (!err && e->cfg.direct_misses) {
+		/* staged or in place: AUTO stages when attention's plan for a CSA layer
+		 * (top-k + window, this batch) has more than one head group, each of which
+		 * would read every miss over the bus */
+		int stage = e->cfg.direct_misses == STRATA_REF_MISS_STAGED;
+		if (e->cfg.direct_misses == STRATA_REF_MISS_AUTO) {
+			strata_attn_params ap = { .n_rows = R, .heads = e->m.n_heads, .n_idx = K,
+						  .n_win = 128,
+						  .tensor_cores = e->cfg.attn_tensor_cores };
+			int g = strata_k_attn_head_groups(e->dev, &ap);
+			if (g < 0)
+				err = g;
+			stage = g > 1;
+		}
+		if (!err && stage) {
+			size_t bytes = (size_t)((R * K + 63) / 64) * strata_main_block_stride(64);
+			if (!(err = strata_dev_alloc(e->dev, bytes, (void **)&e->miss_stage))) {
+				e->st.device_bytes += bytes;
+				e->st.hot_bytes += bytes;
+			}
+		}
+	}
 	if (!err)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * e->stage_rows, (void **)&e->d_ap_rl);
 	if (!err)
@@ -132,6 +154,8 @@ void ref_fetch_free(strata_ref_engine *e)
 	strata_hotcache_destroy(e->hc);
 	strata_stream_destroy(e->dev, e->side);
 	strata_dev_free(e->dev, e->stage_pool);
+	strata_dev_free(e->dev, e->miss_stage);
+	e->miss_stage = NULL;
 	strata_dev_free(e->dev, e->d_rowbase_k);
 	strata_dev_free(e->dev, e->d_ap_rl);
 	strata_dev_free(e->dev, e->d_ap_ids);
@@ -159,14 +183,16 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 		return strata_k_attn_map(e->dev, &dst, NULL);
 	}
 	if (e->cfg.direct_misses) {
-		/* hits from the hot pool, misses in place from the host tier: the map's only
+		/* hits from the hot pool, misses in place from the host tier or staged (the
+		 * map kernel copies them into miss_stage, entry r * topk + k): the map's only
 		 * writers for this layer are appends (earlier on this stream) and the last
 		 * step's admission (joined at that step's end); an appended entry without a
 		 * hot slot is a miss, so its write-back must have landed */
 		strata_attn_map_params mp = { .n_rows = R, .width = K, .ids = L->d_ids,
 					      .row_base = e->d_rowbase, .out = L->d_list,
 					      .map = e->hc_map, .row_map = L->d_row_rl,
-					      .map_stride = e->hc_stride };
+					      .map_stride = e->hc_stride, .host = L->c4,
+					      .host_B = 64, .stage = e->miss_stage, .stage_B = 64 };
 		if ((err = strata_hotcache_host_fence(e->hc, NULL)))
 			return err;
 		return strata_k_attn_map(e->dev, &mp, NULL);

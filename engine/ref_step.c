@@ -268,7 +268,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 				return err;
 			a.pool = e->hot_base;
 			if (e->cfg.mode == STRATA_REF_HISPARSE && e->cfg.direct_misses) {
-				a.pool2 = L->c4; /* misses in place: the pinned host tier */
+				/* misses staged on the device, or in place on the host tier */
+				a.pool2 = e->miss_stage ? e->miss_stage : L->c4;
 				a.B2 = 64;
 			}
 		}
@@ -407,8 +408,9 @@ void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st)
 		st->hits = hs.hits;
 		st->misses = hs.misses;
 		st->fetched_bytes = hs.bytes_moved + hs.bytes_prefetched;
-		/* direct_misses: attention read each miss in place before the hot cache
-		 * copied it in, so it crossed the bus twice */
+		/* direct_misses: attention read each miss in place (or the map kernel
+		 * staged it) before the hot cache copied it in, so it crossed the bus
+		 * twice (in place: once more per extra head group, not counted) */
 		if (e->cfg.direct_misses)
 			st->fetched_bytes += hs.misses * STRATA_MAIN_ENTRY_BYTES;
 	}

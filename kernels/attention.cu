@@ -484,9 +484,11 @@ split_combine_kernel(strata_attn_params p, int S, const float2 *part_ml, const f
  * and the results differ from the CPU twin only in the order (and, inside an mma, the
  * alignment) of fp32 additions, like the fp32 kernel: per score about
  * 2^-24 sqrt(512) sum|q_d k_d| (times the 0.044 scale, < 1e-6 for V4's ranges), which
- * moves exp(s - m) and hence out by a relative error of that order, under
- * STRATA_ATTN_GPU_RTOL (1e-5) of max |out|; lse = m + log l moves by the same amount,
- * under STRATA_ATTN_GPU_ATOL.
+ * moves exp(s - m) and hence out by a relative error of that order; lse = m + log l
+ * moves by the same amount, under STRATA_ATTN_GPU_ATOL. The mma's additions truncate
+ * instead of rounding, though, and over long lists that bias adds up in the PV sums:
+ * on the H200 1.2e-5 of max |out| at 8192 entries, past STRATA_ATTN_GPU_RTOL (1e-5),
+ * so this kernel is held to STRATA_ATTN_GPU_TC_RTOL (5e-5).
  *
  * Per tile of 32 entries (HG = 32 or 16 heads; the query takes 3 x HG x 1 KiB of
  * shared memory as bf16 terms, so 64 heads would not fit beside the tiles):
@@ -859,20 +861,83 @@ __global__ void combine_kernel(strata_attn_combine_params p)
 		p.lse[i] = lse;
 }
 
+/* One thread per list position, warp-aligned so that a warp's lanes stay together for
+ * the staged copy: the warp's misses go 4 at a time, 8 lanes per entry (16-byte pieces
+ * sub, sub + 8, ...; lane 7 of each eight also the 8 scale bytes), and a lane issues
+ * the loads of two rounds before any store, so a warp's misses cost about one bus
+ * round trip. */
 __global__ void map_kernel(strata_attn_map_params p)
 {
-	size_t n = (size_t)p.n_rows * p.width;
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		int32_t id = p.ids[i];
-		const size_t r = i / p.width;
-		if (id < 0) {
-			p.out[i] = -1;
-		} else if (p.map) {
-			const int32_t v = id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
-			p.out[i] = v >= 0 ? v : -2 - (p.row_base[r] + id);
-		} else {
-			p.out[i] = p.row_base[r] + (p.positional ? (int32_t)(i % p.width) : id);
+	const size_t n = (size_t)p.n_rows * p.width;
+	const int lane = threadIdx.x & 31, sub = lane & 7, q = lane >> 3;
+	const size_t warps = (size_t)gridDim.x * (blockDim.x >> 5);
+	for (size_t w0 = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5; w0 * 32 < n;
+	     w0 += warps) { /* warp-uniform */
+		const size_t i = w0 * 32 + lane;
+		int64_t src = -1; /* staged miss: its host entry */
+		if (i < n) {
+			const int32_t id = p.ids[i];
+			const size_t r = i / p.width;
+			if (id < 0) {
+				p.out[i] = -1;
+			} else if (p.map) {
+				const int32_t v =
+					id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
+				if (v >= 0) {
+					p.out[i] = v;
+				} else if (p.stage) {
+					src = (int64_t)p.row_base[r] + id;
+					p.out[i] = -2 - (int32_t)i;
+				} else {
+					p.out[i] = -2 - (p.row_base[r] + id);
+				}
+			} else {
+				p.out[i] = p.row_base[r] + (p.positional ? (int32_t)(i % p.width) : id);
+			}
+		}
+		if (!p.stage)
+			continue;
+		const unsigned mm = __ballot_sync(0xffffffffu, src >= 0);
+		const int cnt = __popc(mm);
+		for (int e0 = 0; e0 < cnt; e0 += 8) { /* two rounds of 4 entries */
+			uint4 v[2][5];
+			uint2 sc[2];
+			const uint4 *sd[2];
+			const uint2 *ss[2];
+			uint4 *dd[2];
+			uint2 *ds[2];
+			bool act[2];
+#pragma unroll
+			for (int u = 0; u < 2; u++) {
+				const int e = e0 + 4 * u + q;
+				act[u] = e < cnt;
+				const int owner = act[u] ? (int)__fns(mm, 0, e + 1) : lane;
+				const int64_t s_e = __shfl_sync(0xffffffffu, src, owner);
+				const int64_t d_e = (int64_t)(w0 * 32 + owner);
+				sd[u] = (const uint4 *)attn_entry_data(p.host, p.host_B, act[u] ? s_e : 0);
+				ss[u] = (const uint2 *)attn_entry_scales(p.host, p.host_B, act[u] ? s_e : 0);
+				dd[u] = (uint4 *)attn_entry_data(p.stage, p.stage_B, d_e);
+				ds[u] = (uint2 *)attn_entry_scales(p.stage, p.stage_B, d_e);
+				if (!act[u])
+					continue;
+#pragma unroll
+				for (int c = 0; c < 5; c++)
+					if (sub + 8 * c < 36)
+						v[u][c] = __ldcs(sd[u] + sub + 8 * c);
+				if (sub == 7)
+					sc[u] = __ldcs(ss[u]);
+			}
+#pragma unroll
+			for (int u = 0; u < 2; u++) {
+				if (!act[u])
+					continue;
+#pragma unroll
+				for (int c = 0; c < 5; c++)
+					if (sub + 8 * c < 36)
+						dd[u][sub + 8 * c] = v[u][c];
+				if (sub == 7)
+					*ds[u] = sc[u];
+			}
 		}
 	}
 }
@@ -1059,12 +1124,23 @@ extern "C" int strata_k_attn_map_gpu(strata_dev *dev, const strata_attn_map_para
 {
 	if (!p || p->n_rows < 0 || p->width < 0 ||
 	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)) ||
-	    (p->map && (!p->row_map || p->map_stride < 1)))
+	    (p->map && (!p->row_map || p->map_stride < 1)) ||
+	    (p->stage && (!p->map || !p->host || p->host_B < 1 || p->stage_B < 1)))
 		return -EINVAL;
 	size_t n = (size_t)p->n_rows * p->width;
 	if (!n)
 		return 0;
-	unsigned blocks = (unsigned)((n + 255) / 256);
-	map_kernel<<<blocks < 1024 ? blocks : 1024, 256, 0, (cudaStream_t)s>>>(*p);
+	/* staged: 64-thread blocks, so that a small batch's misses spread over more SMs */
+	const unsigned bt = p->stage ? 64 : 256;
+	unsigned blocks = (unsigned)((n + bt - 1) / bt);
+	map_kernel<<<blocks < 4096 ? blocks : 4096, bt, 0, (cudaStream_t)s>>>(*p);
 	return strata_dev_check(dev, "attention index map");
+}
+
+extern "C" int strata_k_attn_head_groups_gpu(strata_dev *dev, const strata_attn_params *p)
+{
+	const bool tc =
+		p->tensor_cores && attn_dev_attr(dev, cudaDevAttrComputeCapabilityMajor, 9) >= 8;
+	const attn_plan pl = attn_plan_for(dev, p, p->scratch != nullptr, tc);
+	return (p->heads + pl.hg - 1) / pl.hg;
 }

@@ -191,7 +191,8 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p)
 {
 	if (!p || p->n_rows < 0 || p->width < 0 ||
 	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)) ||
-	    (p->map && (!p->row_map || p->map_stride < 1)))
+	    (p->map && (!p->row_map || p->map_stride < 1)) ||
+	    (p->stage && (!p->map || !p->host || p->host_B < 1 || p->stage_B < 1)))
 		return -EINVAL;
 	for (int r = 0; r < p->n_rows; r++)
 		for (int k = 0; k < p->width; k++) {
@@ -203,12 +204,35 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p)
 				int32_t v = id < p->map_stride
 						    ? p->map[(size_t)p->row_map[r] * p->map_stride + id]
 						    : -1;
-				p->out[i] = v >= 0 ? v : -2 - (p->row_base[r] + id);
+				if (v >= 0) {
+					p->out[i] = v;
+				} else if (p->stage) {
+					const int64_t e = (int64_t)p->row_base[r] + id;
+					uint8_t *d = (uint8_t *)attn_entry_data(p->stage, p->stage_B, (int64_t)i);
+					memcpy(d, attn_entry_data(p->host, p->host_B, e), 576);
+					memcpy((uint8_t *)attn_entry_scales(p->stage, p->stage_B, (int64_t)i),
+					       attn_entry_scales(p->host, p->host_B, e), 8);
+					p->out[i] = -2 - (int32_t)i;
+				} else {
+					p->out[i] = -2 - (p->row_base[r] + id);
+				}
 			} else {
 				p->out[i] = p->row_base[r] + (p->positional ? k : id);
 			}
 		}
 	return 0;
+}
+
+int strata_k_attn_head_groups(strata_dev *dev, const strata_attn_params *p)
+{
+	if (!p || p->heads < 1)
+		return -EINVAL;
+#ifdef STRATA_HAVE_CUDA
+	if (strata_dev_is_gpu(dev))
+		return strata_k_attn_head_groups_gpu(dev, p);
+#endif
+	(void)dev;
+	return 1;
 }
 
 int strata_k_attn_map(strata_dev *dev, const strata_attn_map_params *p, strata_stream *s)

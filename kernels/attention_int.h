@@ -52,6 +52,7 @@ size_t strata_k_attn_scratch_gpu(const strata_dev *dev, const strata_attn_params
 int strata_k_attn_combine_gpu(strata_dev *dev, const strata_attn_combine_params *p,
 			      strata_stream *s);
 int strata_k_attn_map_gpu(strata_dev *dev, const strata_attn_map_params *p, strata_stream *s);
+int strata_k_attn_head_groups_gpu(strata_dev *dev, const strata_attn_params *p);
 #ifdef __cplusplus
 }
 #endif

@@ -409,11 +409,15 @@ int strata_k_hotcache_cpu(const strata_hotcache_params *p);
  * and by the CPU twin): the products run as bf16 mma with fp32 accumulation. Entries
  * dequantise exactly to bf16, and the fp32 query and the unnormalised probabilities
  * are each split into three bf16 terms whose sum is the fp32 value exactly, so every
- * product is exact and only the accumulation order differs from the CPU twin: the
- * same tolerance, the same determinism, the same split scratch and merge. Heads go in
- * groups of 32 or 16 there. 0 (the default) keeps the fp32 kernel. */
+ * product is exact; the accumulation is not IEEE fp32, though: the tensor cores add
+ * the aligned products of an mma with truncation, so the error grows with the list
+ * (1.2e-5 of max |out| seen on the H200 at 8192 entries, 1e-5 exceeded there) and the
+ * tolerance is STRATA_ATTN_GPU_TC_RTOL. The same determinism, split scratch and
+ * merge. Heads go in groups of 32 or 16 there. 0 (the default) keeps the fp32 kernel:
+ * on the H200 the tensor-core one was only 8-18% faster (bench attn, 2026-11-30). */
 #define STRATA_ATTN_GPU_RTOL 1e-5f
 #define STRATA_ATTN_GPU_ATOL 1e-5f
+#define STRATA_ATTN_GPU_TC_RTOL 5e-5f
 
 typedef struct strata_attn_params {
 	int n_rows;
@@ -492,10 +496,24 @@ typedef struct strata_attn_map_params {
 	const int32_t *map;
 	const int32_t *row_map;   /* [n_rows] the row's map row (the hot cache's rl) */
 	int map_stride;           /* ids per map row */
+	/* Staged misses (map mode only): with stage set, a miss at list position i
+	 * (= r * width + k) is copied from entry row_base[r] + id of host (flat, blocks of
+	 * host_B) into entry i of stage (flat, blocks of stage_B: n_rows * width entries)
+	 * in the same launch, and out = -2 - i, so attention with pool2 = stage reads
+	 * device memory only and each miss crosses the bus once. */
+	const uint8_t *host;
+	int host_B;
+	uint8_t *stage;
+	int stage_B;
 } strata_attn_map_params;
 
 int strata_k_attn_map(strata_dev *dev, const strata_attn_map_params *p, strata_stream *s);
 int strata_k_attn_map_cpu(const strata_attn_map_params *p);
+
+/* Head groups the attention plan of p would use on dev (each group's blocks read every
+ * entry of the list once): 1 on the CPU backend. For callers that choose between
+ * reading host-tier entries in place (once per group) and staging them first. */
+int strata_k_attn_head_groups(strata_dev *dev, const strata_attn_params *p);
 
 #ifdef __cplusplus
 }

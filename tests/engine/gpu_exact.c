@@ -15,14 +15,18 @@ static strata_dev *open_dev(strata_backend b)
 	return d;
 }
 
-/* mode 3: HISPARSE with direct_misses (misses read in place by attention) */
+/* modes 3 and 4: HISPARSE with direct_misses, misses read in place by attention (3)
+ * or staged on the device by the map kernel (4) */
+enum { NM = 5 };
 static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode mode,
 			       int n_req, int max_ctx, int hot, int keep)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	ck_assert_int_eq(strata_model_preset(model, &c.model), 0);
-	c.mode = (int)mode == 3 ? STRATA_REF_HISPARSE : mode;
-	c.direct_misses = (int)mode == 3;
+	c.mode = (int)mode >= 3 ? STRATA_REF_HISPARSE : mode;
+	c.direct_misses = (int)mode == 3   ? STRATA_REF_MISS_IN_PLACE
+			  : (int)mode == 4 ? STRATA_REF_MISS_STAGED
+					   : STRATA_REF_MISS_COPY;
 	c.n_req = n_req;
 	c.max_ctx = max_ctx;
 	c.hot_slots = hot;
@@ -36,10 +40,10 @@ static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode
 static void modes(const char *model, int n_req, int prefill, int fill, int steps, int hot)
 {
 	strata_dev *d = open_dev(STRATA_BACKEND_GPU);
-	uint64_t dg[4];
+	uint64_t dg[NM];
 	int ns = 0, nl = 0;
 	uint64_t *h0 = NULL;
-	for (int m = 0; m < 4; m++) {
+	for (int m = 0; m < NM; m++) {
 		strata_ref_engine *e = make(d, model, (strata_ref_mode)m, n_req,
 					    prefill + fill + steps + 8, hot, 0);
 		for (int r = 0; r < n_req; r++) {
@@ -65,6 +69,7 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 	ck_assert_uint_eq(dg[0], dg[1]);
 	ck_assert_uint_eq(dg[0], dg[2]);
 	ck_assert_uint_eq(dg[0], dg[3]);
+	ck_assert_uint_eq(dg[0], dg[4]);
 	free(h0);
 	strata_dev_close(d);
 }

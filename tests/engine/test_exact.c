@@ -164,18 +164,31 @@ static void modes_identical(strata_ref_inputs in)
 	/* A hot cache barely larger than one selection: evictions every step. */
 	strata_ref_engine *b = make(d, STRATA_REF_HISPARSE, R, topk + 16, 11, in);
 	strata_ref_engine *c = make(d, STRATA_REF_SWAPIN, R, 0, 11, in);
-	/* misses read in place, admitted after attention */
-	strata_ref_engine *dm = make_direct(d, STRATA_REF_HISPARSE, 1, R, topk + 16, 11, in);
 	run(a, R, STEPS);
 	run(b, R, STEPS);
 	run(c, R, STEPS);
-	run(dm, R, STEPS);
-	ck_assert_uint_eq(strata_ref_engine_digest(a), strata_ref_engine_digest(dm));
-	strata_ref_stats sd;
-	strata_ref_engine_stats(dm, &sd);
-	ck_assert_uint_gt(sd.misses, 0); /* entries really came from the host tier */
-	ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
-	strata_ref_engine_destroy(dm);
+	/* misses read in place, staged, and AUTO (the CPU plan has one head group: in
+	 * place), admitted after attention */
+	static const int paths[] = { STRATA_REF_MISS_IN_PLACE, STRATA_REF_MISS_STAGED,
+				     STRATA_REF_MISS_AUTO };
+	uint64_t stage_bytes[3];
+	for (int pi = 0; pi < 3; pi++) {
+		strata_ref_engine *dm =
+			make_direct(d, STRATA_REF_HISPARSE, paths[pi], R, topk + 16, 11, in);
+		run(dm, R, STEPS);
+		ck_assert_msg(strata_ref_engine_digest(a) == strata_ref_engine_digest(dm),
+			      "direct_misses %d differs from all-resident", paths[pi]);
+		strata_ref_stats sd;
+		strata_ref_engine_stats(dm, &sd);
+		ck_assert_uint_gt(sd.misses, 0); /* entries really came from the host tier */
+		ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
+		stage_bytes[pi] = sd.hot_bytes;
+		strata_ref_engine_destroy(dm);
+	}
+	/* only STAGED holds a staging pool: R x topk entries */
+	ck_assert_uint_eq(stage_bytes[1] - stage_bytes[0],
+			  (uint64_t)((R * topk + 63) / 64) * strata_main_block_stride(64));
+	ck_assert_uint_eq(stage_bytes[2], stage_bytes[0]);
 	int ns, nl, ns2, nl2;
 	const uint64_t *ha = strata_ref_engine_hashes(a, &ns, &nl);
 	const uint64_t *hb = strata_ref_engine_hashes(b, &ns2, &nl2);
@@ -235,7 +248,9 @@ START_TEST(direct_misses_needs_hisparse)
 	c.mode = STRATA_REF_SWAPIN;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	c.mode = STRATA_REF_HISPARSE;
-	c.direct_misses = 2;
+	c.direct_misses = STRATA_REF_MISS_AUTO + 1;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.direct_misses = -1;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	ck_assert_ptr_null(e);
 	c.direct_misses = 1;

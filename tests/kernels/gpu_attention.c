@@ -13,6 +13,9 @@
 #define D 512
 
 static strata_dev *dev;
+/* the relative tolerance of the kernel under test (kernels.h: the tensor-core one
+ * accumulates with truncation) */
+static float cur_rtol = STRATA_ATTN_GPU_RTOL;
 
 static void *to_dev(const void *h, size_t n)
 {
@@ -31,7 +34,7 @@ static void check_close(const float *gpu, const float *cpu, const float *glse,
 			mx = fmaxf(mx, fabsf(cpu[(size_t)i * D + d]));
 		for (int d = 0; d < D; d++) {
 			float a = gpu[(size_t)i * D + d], b = cpu[(size_t)i * D + d];
-			ck_assert_msg(fabsf(a - b) <= STRATA_ATTN_GPU_RTOL * mx + 1e-30f,
+			ck_assert_msg(fabsf(a - b) <= cur_rtol * mx + 1e-30f,
 				      "row/head %d dim %d: gpu %g cpu %g (max %g)", i, d, a, b, mx);
 		}
 		if (isinf(clse[i]))
@@ -133,6 +136,7 @@ static void run_acase(const acase *ac)
 	/* Both kernels: fp32 (tensor_cores 0) and bf16 mma (1), same checks. */
 	for (int tc = 0; tc < 2; tc++) {
 		g.tensor_cores = tc;
+		cur_rtol = tc ? STRATA_ATTN_GPU_TC_RTOL : STRATA_ATTN_GPU_RTOL;
 		ck_assert_int_eq(strata_dev_memset(dev, dout, 0xff, sizeof *co * qn, NULL), 0);
 		ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
 		ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
@@ -172,6 +176,7 @@ static void run_acase(const acase *ac)
 		}
 	}
 	g.tensor_cores = 0;
+	cur_rtol = STRATA_ATTN_GPU_RTOL;
 
 	/* Combine: split the rows' results into two partials (same output twice with
 	 * lse, and a -inf part) and compare GPU with CPU. */
@@ -394,6 +399,34 @@ START_TEST(pool2_host_tier)
 		n_host += cmap[i] <= -2;
 	ck_assert_int_gt(n_host, R * N / 2);
 
+	/* Staged: the GPU map copies the misses from the pinned host tier into a device
+	 * staging pool; list and staged bytes equal to the CPU twin's, word for word. */
+	const size_t sbytes = (size_t)((R * N + 63) / 64) * strata_main_block_stride(64);
+	uint8_t *cstage = calloc(1, sbytes), *gstage = malloc(sbytes);
+	int32_t cst[R * N], gst[R * N];
+	strata_attn_map_params sp = mp;
+	sp.out = cst;
+	sp.host = hpool;
+	sp.host_B = B;
+	sp.stage = cstage;
+	sp.stage_B = 64;
+	ck_assert_int_eq(strata_k_attn_map_cpu(&sp), 0);
+	strata_attn_map_params gs = gm;
+	gs.host = pinned;
+	gs.host_B = B;
+	ck_assert_int_eq(strata_dev_alloc(dev, sbytes, (void **)&gs.stage), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, gs.stage, 0, sbytes, NULL), 0);
+	gs.stage_B = 64;
+	void *dstl;
+	ck_assert_int_eq(strata_dev_alloc(dev, sizeof gst, &dstl), 0);
+	gs.out = dstl;
+	ck_assert_int_eq(strata_k_attn_map(dev, &gs, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, gst, dstl, sizeof gst, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, gstage, gs.stage, sbytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	ck_assert_mem_eq(gst, cst, sizeof gst);
+	ck_assert_mem_eq(gstage, cstage, sbytes);
+
 	size_t qn = (size_t)R * H * D;
 	float *q = malloc(sizeof *q * qn), *sink = malloc(sizeof *sink * H);
 	for (size_t i = 0; i < qn; i++)
@@ -432,6 +465,7 @@ START_TEST(pool2_host_tier)
 		}
 		for (int tc = 0; tc < 2; tc++) { /* fp32 kernel, then bf16 mma */
 			g.tensor_cores = tc;
+		cur_rtol = tc ? STRATA_ATTN_GPU_TC_RTOL : STRATA_ATTN_GPU_RTOL;
 			for (int rep = 0; rep < 2; rep++) {
 				ck_assert_int_eq(strata_dev_memset(dev, dout, 0xff, sizeof *co * qn, NULL), 0);
 				ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
@@ -444,6 +478,23 @@ START_TEST(pool2_host_tier)
 			ck_assert_mem_eq(go, go2, sizeof *go * qn); /* deterministic */
 		}
 	}
+	/* the staged list over the device staging pool: same output, bit for bit, as the
+	 * in-place list (the same entries in the same order; the last config above) */
+	g.tensor_cores = 0;
+	cur_rtol = STRATA_ATTN_GPU_RTOL;
+	ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
+	g.idx = dstl;
+	g.pool2 = gs.stage;
+	g.B2 = 64;
+	ck_assert_int_eq(strata_k_attn(dev, &g, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, go2, dout, sizeof *go * qn, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	ck_assert_mem_eq(go, go2, sizeof *go * qn);
+	strata_dev_free(dev, gs.stage);
+	strata_dev_free(dev, dstl);
+	free(cstage);
+	free(gstage);
 	strata_dev_free(dev, dscr);
 	strata_dev_free(dev, dout);
 	strata_dev_free(dev, dlse);

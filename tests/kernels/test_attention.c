@@ -168,7 +168,8 @@ END_TEST
 
 /* Misses read in place: a list naming some entries by -2 - e in pool2 (the host
  * tier) gives exactly the output of the same entries all in one pool, and the map
- * kernel's map mode writes such lists from a residency map. */
+ * kernel's map mode writes such lists from a residency map; staged, it copies the
+ * misses into a staging pool first, with the same result. */
 START_TEST(pool2_entries_read_in_place)
 {
 	float *deq;
@@ -233,6 +234,43 @@ START_TEST(pool2_entries_read_in_place)
 	b.pool2 = host;
 	b.B2 = 0;
 	ck_assert_int_eq(strata_k_attn_cpu(&b), -EINVAL);
+
+	/* Staged: the map copies each miss into a staging pool at its list position
+	 * (-2 - i), hits unchanged; attention over the staged list is the same again. */
+	const size_t bs = strata_main_block_stride(64);
+	uint8_t *stage = calloc((R * N + 63) / 64, bs);
+	int32_t staged[R * N];
+	strata_attn_map_params sp = mp;
+	sp.out = staged;
+	sp.host = host;
+	sp.host_B = 64;
+	sp.stage = stage;
+	sp.stage_B = 64;
+	ck_assert_int_eq(strata_k_attn_map_cpu(&sp), 0);
+	for (int i = 0; i < R * N; i++) {
+		if (mapped[i] > -2) {
+			ck_assert_int_eq(staged[i], mapped[i]);
+			continue;
+		}
+		ck_assert_int_eq(staged[i], -2 - i);
+		const int e = direct[i];
+		ck_assert_mem_eq(stage + (size_t)(i / 64) * bs + (size_t)(i % 64) * 576,
+				 host + (size_t)(e / 64) * bs + (size_t)(e % 64) * 576, 576);
+		ck_assert_mem_eq(stage + (size_t)(i / 64) * bs + 64 * 576 + (size_t)(i % 64) * 8,
+				 host + (size_t)(e / 64) * bs + 64 * 576 + (size_t)(e % 64) * 8, 8);
+	}
+	b.pool2 = stage;
+	b.B2 = 64;
+	b.idx = staged;
+	ck_assert_int_eq(strata_k_attn_cpu(&b), 0);
+	ck_assert_mem_eq(out_a, out_b, sizeof out_a);
+	ck_assert_mem_eq(la, lb, sizeof la);
+	sp.map = NULL; /* staging needs the residency map, a host space and both B */
+	ck_assert_int_eq(strata_k_attn_map_cpu(&sp), -EINVAL);
+	sp.map = map;
+	sp.host_B = 0;
+	ck_assert_int_eq(strata_k_attn_map_cpu(&sp), -EINVAL);
+	free(stage);
 	free(hot);
 	free(host);
 	free(deq);
