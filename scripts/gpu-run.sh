@@ -4,9 +4,10 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: scripts/gpu-run.sh [quick|full]     (quick: tests + 1-row indexer, decode
-#                                               128K b1/b32 with both attention kernels,
-#                                               attention; ~4 min)
+#   usage: scripts/gpu-run.sh [quick|decode|full]  (quick: tests + 1-row indexer,
+#                                               decode 128K b1/b32 with every miss path,
+#                                               attention; ~4 min. decode: quick + 1M
+#                                               b1/b8, default and 8192-entry hot cache)
 set -uo pipefail
 mode=${1:-quick}
 out=${OUT:-$PWD/gpu-out}
@@ -34,9 +35,13 @@ run() { # name timeout args...
 }
 run attn 60 bench attn --check
 run indexer_1row 60 bench indexer --phases --check --ctx 128K,1M --batch 1 --rows 1
-run decode_128k 150 bench decode --check --direct --contexts 128K --batches 1,32 --reps 5
-run decode_128k_tc 150 bench decode --check --direct --tc --contexts 128K --batches 1,32 --reps 5
+run decode_128k 200 bench decode --check --direct-all --contexts 128K --batches 1,32 --reps 5
+if [ "$mode" = decode ]; then
+	run decode_1m 420 bench decode --check --direct-all --contexts 1M --batches 1,8 --reps 5 --host-gib 110
+	run decode_1m_hot8k 300 bench decode --check --direct --contexts 1M --batches 1,8 --reps 5 --hot 8192 --host-gib 110
+fi
 if [ "$mode" = full ]; then
+	run decode_128k_tc 150 bench decode --check --direct --tc --contexts 128K --batches 1,32 --reps 5
 	run decode_128k_b8 90 bench decode --check --direct --contexts 128K --batches 8 --reps 5
 	run decode_1m 300 bench decode --check --direct --contexts 1M --batches 1,8,32 --reps 5 --host-gib 110
 	run indexer 240 bench indexer
