@@ -243,6 +243,7 @@ static int run_point(bench_out *bo, const bench_opts *o, timer *t, int rows, int
 				   : sb    ? "attn unsplit"
 					   : "attn (engine)";
 		c.p.tensor_cores = tc;
+		hp.tensor_cores = tc; /* check_rows' tolerance (the CPU twin ignores it) */
 		c.p.scratch = split ? d_scr : NULL;
 		c.p.scratch_bytes = split ? sb : 0;
 		double us = time_us(t, run_attn, &c, o, &st);

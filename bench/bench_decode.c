@@ -5,10 +5,10 @@
  * engine, for HiSparse (C4 main on the pinned host tier behind prefetch/'s hot
  * cache), all-resident (the limit measured in the same run) and synchronous swap-in
  * (every selected entry gathered on the compute stream right after top-k, no cache,
- * no prediction: SGLang today), and with --direct HiSparse with direct_misses (hits
- * from the hot pool, misses staged or read in place from the host tier as the engine's
- * AUTO rule picks, admission on a side stream after attention; --direct-all: a row for
- * each of in place, staged and auto).
+ * no prediction: SGLang today), and HiSparse with direct_misses (hits from the hot
+ * pool, misses staged or read in place from the host tier as the engine's AUTO rule
+ * picks, admission on a side stream after attention: row hisparse-direct, the demo's
+ * HiSparse); --direct-all adds a row for each of in place and staged.
  * Contexts are given a synthetic fill (strata_ref_engine_fill) so that 1M tokens take
  * seconds; the decode steps are exact. Reports step time (median, p99) and its ratio
  * to all-resident, device bytes per request, the hit rate, whether the outputs of all
@@ -34,10 +34,11 @@ static const char *usage =
 	"and the device budget sets the 'requests that fit' figure (default 120 / 96).\n"
 	"--check: every mode's outputs must be bit-identical (exit 1 otherwise).\n"
 	"--tc: attention on tensor cores (every mode; strata_attn_params.tensor_cores).\n"
-	"--direct: also run HiSparse with direct_misses (engine.h: hits from the hot pool,\n"
+	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
+	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
-	"attention on a side stream), path AUTO, row hisparse-direct. --direct-all: rows\n"
-	"hisparse-inplace, hisparse-staged and hisparse-direct (auto).\n"
+	"attention on a side stream; the demo's HiSparse). --direct-all: also\n"
+	"hisparse-inplace and hisparse-staged (--direct: accepted, the default).\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
 	"ncu --profile-from-start off: the kernels of exactly one decode step per mode).";
 
@@ -214,7 +215,7 @@ int strata_bench_decode(int argc, char **argv)
 					      STRATA_REF_HISPARSE, STRATA_REF_HISPARSE };
 	static const int row_direct[NMODES] = { 0, 0, 0, STRATA_REF_MISS_AUTO,
 						STRATA_REF_MISS_IN_PLACE, STRATA_REF_MISS_STAGED };
-	const int n_rows = direct == 2 ? 6 : direct ? 4 : 3;
+	const int n_rows = direct == 2 ? 6 : 4;
 	int check_failed = 0;
 	uint64_t dev_budget = (uint64_t)(dev_gib * 1073741824.0);
 	uint64_t host_budget = (uint64_t)(host_gib * 1073741824.0);
