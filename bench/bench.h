@@ -58,6 +58,13 @@ void bench_timer_close(bench_timer *t);
  * warm untimed runs; the order statistics to *st. -1 when fn or the device fails. */
 double bench_timer_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int warm, int reps,
 		      bench_stats *st);
+/* The in-step cost of a captured path: microseconds per call of fn(ctx), from a CUDA
+ * graph of n back-to-back calls captured on t->s (fn must issue its work there) and
+ * replayed between two events, so per-launch host and event costs are amortised but
+ * every kernel still runs in order. Median over reps replays (after warm untimed
+ * calls and replays). -2 on the CPU backend (no graphs), -1 on failure. */
+double bench_timer_graph_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int n, int warm,
+			    int reps, bench_stats *st);
 
 /* Output: one sink per run. bench_out_row() prints a table row to stdout and a CSV
  * row / JSON line to the files; fields are "name=value" pairs in a fixed order,

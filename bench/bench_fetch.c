@@ -244,6 +244,39 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 				      "GBps", bench_fmt("%.2f", rate), "ratio", bench_fmt("%.3f", rate / c_rate),
 				      "check", chk, NULL);
 		}
+		{
+			/* The in-step cost: the auto kernel and the contiguous copy replayed 32
+			 * times from a CUDA graph (launch and event costs amortised), as a
+			 * captured decode step pays them. GPU only. */
+			enum { NG = 32 };
+			g.p.per_warp = 0;
+			strata_dev_memset(t->dev, dpool, 0, dbytes, NULL);
+			bench_stats sc = { 0 };
+			double gk = bench_timer_graph_us(t, run_kernel, &g, NG, o->warmup, o->reps, &st);
+			double gc = gk >= 0 ? bench_timer_graph_us(t, run_contig, &g, NG, o->warmup,
+								   o->reps, &sc)
+					    : gk;
+			if (gk >= 0 && gc > 0) {
+				const char *chk = "-";
+				if (o->check) {
+					int bad = check_gather(t, &g.hp, dpool, dbytes);
+					chk = bad ? "FAIL" : "ok";
+					fails += bad != 0;
+				}
+				bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method",
+					      "contiguous copy, graph x32", "median_us",
+					      bench_fmt("%.2f", gc), "min_us", bench_fmt("%.2f", sc.min),
+					      "GBps", bench_fmt("%.2f", payload / (gc * 1e3)), "ratio", "-",
+					      "check", "-", NULL);
+				bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method",
+					      "kernel auto, graph x32", "median_us", bench_fmt("%.2f", gk),
+					      "min_us", bench_fmt("%.2f", st.min), "GBps",
+					      bench_fmt("%.2f", payload / (gk * 1e3)), "ratio",
+					      bench_fmt("%.3f", gc / gk), "check", chk, NULL);
+			} else if (gk == -1 || gc == -1) {
+				bench_out_note(bo, "n=%d: graph replay failed", n);
+			}
+		}
 		for (int how = 0; how < 2; how++) {
 			/* per-entry copies: 2 calls per entry; keep the sweep's time bounded */
 			if (how == STRATA_GATHER_BASELINE_EACH && n > (o->quick ? 4096 : 32768))

@@ -3,6 +3,8 @@
  *
  * Per point (format, context, batch, rows per request) it prints the median time of
  * strata_k_indexer and, on the GPU, beside it:
+ *   graph_us   the same call replayed 16 times from a CUDA graph, per call (its cost
+ *              inside a captured step: launch and event overheads amortised),
  *   stream_us  a streaming-read kernel over exactly the same key bytes,
  *   gemm_us    a cuBLAS bf16 GEMM of the same shape (M = rows x heads, N = keys,
  *              K = 128, batched over requests; B and C shared across the batch),
@@ -91,8 +93,20 @@ static uint8_t *make_pages(strata_index_fmt fmt, int n_pages, int B, uint64_t se
 	return h;
 }
 
+/* One indexer call on a stream, for bench_timer_graph_us. */
+typedef struct idx_call {
+	strata_dev *dev;
+	const strata_indexer_params *p;
+	strata_stream *st;
+} idx_call;
+static int run_idx(void *c)
+{
+	const idx_call *ic = c;
+	return strata_k_indexer(ic->dev, ic->p, ic->st);
+}
+
 typedef struct point_res {
-	double idx_us, idx_min, stream_us, gemm_us, naive_us, roof_us;
+	double idx_us, idx_min, graph_us, stream_us, gemm_us, naive_us, roof_us;
 	double ph_us[4]; /* --phases: (former) memset, scan, filter, select */
 	int checked, check_ok;
 } point_res;
@@ -399,6 +413,15 @@ int strata_bench_indexer(int argc, char **argv)
 				res.idx_us = bs.median;
 				res.idx_min = bs.min;
 			}
+			res.graph_us = -1;
+			if (gpu && !err) {
+				/* the same call replayed 16 times from a CUDA graph: its cost inside
+				 * a captured step, launch and event overheads amortised */
+				bench_timer bt = { dev, st, e0, e1 };
+				idx_call ic = { dev, &p, st };
+				bench_stats gs;
+				res.graph_us = bench_timer_graph_us(&bt, run_idx, &ic, 16, 2, o.reps, &gs);
+			}
 			if (phases && gpu && !err) {
 				double *pt = malloc(sizeof(double) * (size_t)o.reps * 4);
 				if (!pt)
@@ -498,6 +521,7 @@ int strata_bench_indexer(int argc, char **argv)
 					      "batch", bench_fmt("%.0f", nreq), "rows", bench_fmt("%.0f", R),
 					      "idx_us", bench_fmt("%.1f", res.idx_us),
 					      "idx_min_us", bench_fmt("%.1f", res.idx_min),
+					      "graph_us", res.graph_us >= 0 ? bench_fmt("%.1f", res.graph_us) : "n/a",
 					      "stream_us", gpu ? bench_fmt("%.1f", res.stream_us) : "n/a",
 					      "gemm_us", gpu ? bench_fmt("%.1f", res.gemm_us) : "n/a",
 					      "naive_us", gpu && res.naive_us > 0 ? bench_fmt("%.1f", res.naive_us)

@@ -1,6 +1,7 @@
 /* Shared benchmark plumbing: options, statistics, human table + CSV/JSON output. */
 #define _GNU_SOURCE
 #include "bench/bench.h"
+#include <errno.h>
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -259,4 +260,50 @@ double bench_timer_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int warm,
 fail:
 	free(v);
 	return -1;
+}
+
+double bench_timer_graph_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int n, int warm,
+			    int reps, bench_stats *st)
+{
+	if (n < 1 || reps < 1)
+		return -1;
+	for (int i = 0; i < (warm > 1 ? warm : 1); i++) /* launch attributes, caches */
+		if (fn(ctx))
+			return -1;
+	if (strata_stream_sync(t->dev, t->s))
+		return -1;
+	int err = strata_graph_begin(t->dev, t->s);
+	if (err)
+		return err == -ENOTSUP ? -2 : -1;
+	for (int i = 0; i < n && !err; i++)
+		err = fn(ctx);
+	strata_graph *g = NULL;
+	int e2 = strata_graph_end(t->dev, t->s, &g);
+	if (err || e2) {
+		strata_graph_destroy(t->dev, g);
+		return -1;
+	}
+	double *v = malloc((size_t)reps * sizeof *v);
+	double r = -1;
+	if (!v)
+		goto out;
+	for (int i = 0; i < warm; i++)
+		if (strata_graph_launch(t->dev, g, t->s))
+			goto out;
+	if (strata_stream_sync(t->dev, t->s))
+		goto out;
+	for (int i = 0; i < reps; i++) {
+		float ms = 0;
+		if (strata_event_record(t->dev, t->a, t->s) || strata_graph_launch(t->dev, g, t->s) ||
+		    strata_event_record(t->dev, t->b, t->s) || strata_event_sync(t->dev, t->b) ||
+		    strata_event_elapsed_ms(t->dev, t->a, t->b, &ms))
+			goto out;
+		v[i] = ms * 1000.0 / n;
+	}
+	*st = bench_stats_of(v, reps);
+	r = st->median;
+out:
+	free(v);
+	strata_graph_destroy(t->dev, g);
+	return r;
 }

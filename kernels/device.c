@@ -354,6 +354,65 @@ int strata_event_elapsed_ms(strata_dev *dev, strata_event *a, strata_event *b, f
 	return 0;
 }
 
+int strata_graph_begin(strata_dev *dev, strata_stream *s)
+{
+	if (!dev)
+		return -EINVAL;
+#ifdef STRATA_HAVE_CUDA
+	if (dev->gpu) {
+		if (!s) /* the legacy default stream cannot be captured */
+			return -EINVAL;
+		return CU(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal));
+	}
+#endif
+	(void)s;
+	return -ENOTSUP;
+}
+
+int strata_graph_end(strata_dev *dev, strata_stream *s, strata_graph **out)
+{
+	if (!dev || !out)
+		return -EINVAL;
+	*out = NULL;
+#ifdef STRATA_HAVE_CUDA
+	if (dev->gpu) {
+		cudaGraph_t g = NULL;
+		int err = CU(cudaStreamEndCapture((cudaStream_t)s, &g));
+		cudaGraphExec_t x = NULL;
+		if (!err)
+			err = CU(cudaGraphInstantiate(&x, g, 0));
+		if (g)
+			(void)cudaGraphDestroy(g);
+		*out = err ? NULL : (strata_graph *)x;
+		return err;
+	}
+#endif
+	(void)s;
+	return -ENOTSUP;
+}
+
+int strata_graph_launch(strata_dev *dev, strata_graph *g, strata_stream *s)
+{
+	if (!dev || !g)
+		return -EINVAL;
+#ifdef STRATA_HAVE_CUDA
+	if (dev->gpu)
+		return CU(cudaGraphLaunch((cudaGraphExec_t)g, (cudaStream_t)s));
+#endif
+	(void)s;
+	return -ENOTSUP;
+}
+
+void strata_graph_destroy(strata_dev *dev, strata_graph *g)
+{
+	if (!dev || !g)
+		return;
+#ifdef STRATA_HAVE_CUDA
+	if (dev->gpu)
+		(void)cudaGraphExecDestroy((cudaGraphExec_t)g);
+#endif
+}
+
 int strata_dev_check(strata_dev *dev, const char *what)
 {
 #ifdef STRATA_HAVE_CUDA

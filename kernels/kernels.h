@@ -95,6 +95,17 @@ int strata_event_sync(strata_dev *dev, strata_event *e);
 /* Milliseconds from a to b; both must have completed. */
 int strata_event_elapsed_ms(strata_dev *dev, strata_event *a, strata_event *b, float *ms);
 
+/* CUDA graphs: everything issued on stream s between begin and end (kernels, copies,
+ * event records and waits that stay within the capture; no host synchronisation) is
+ * recorded instead of run, then replayed as one launch. strata's launch paths keep
+ * fixed shapes for fixed inputs, so they capture. The CPU backend has no graphs:
+ * -ENOTSUP from begin. On an error inside the capture, end still closes it. */
+typedef struct strata_graph strata_graph;
+int strata_graph_begin(strata_dev *dev, strata_stream *s);
+int strata_graph_end(strata_dev *dev, strata_stream *s, strata_graph **out);
+int strata_graph_launch(strata_dev *dev, strata_graph *g, strata_stream *s);
+void strata_graph_destroy(strata_dev *dev, strata_graph *g);
+
 /* The last GPU error on this thread translated to strata's codes (0 when none);
  * kernels call it after each launch. */
 int strata_dev_check(strata_dev *dev, const char *what);
