@@ -213,7 +213,19 @@ __global__ void __launch_bounds__(kThreads, 1) attn_kernel(const strata_attn_par
 	entry_issue(p, raw, raw_sc, le, sub, c0 + le, cur);
 	cp_async_commit();
 	int nxt = entry_slot(p, r, c0 + kTile + le, c1);
-	{
+	if (((uintptr_t)p.q & 15) == 0) {
+		/* the queries by cp.async too: all of a thread's pieces in flight at once,
+		 * landing with tile 0 (the loop's first wait covers both groups) */
+		for (int x = tid; x < HG * (kDim / 4); x += kThreads) {
+			const int hh = x / (kDim / 4), d = 4 * (x % (kDim / 4));
+			if (hh < nh)
+				cp_async16(qs + hh * kDim + d,
+					   p.q + ((size_t)r * p.heads + h0 + hh) * kDim + d);
+			else
+				*(float4 *)(qs + hh * kDim + d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		}
+		cp_async_commit();
+	} else {
 		for (int x = tid; x < HG * (kDim / 4); x += kThreads) {
 			const int hh = x / (kDim / 4), d = 4 * (x % (kDim / 4));
 			const float4 v = query4(p, r, h0, nh, hh, d);
@@ -418,10 +430,18 @@ __global__ void __launch_bounds__(kCombThreads)
 split_combine_kernel(strata_attn_params p, int S, const float2 *part_ml, const float *part_u)
 {
 	__shared__ float w_s[kMaxSplit];
+	__shared__ float2 ml[kMaxSplit];
 	__shared__ float f_s;
 	const size_t i = blockIdx.x;
 	const int h = (int)(i % (size_t)p.heads), tid = threadIdx.x;
-	const float2 *ml = part_ml + i * S;
+	/* the chunks' (m, l) in one parallel load (the loops below would otherwise wait
+	 * on global memory once per chunk) */
+	if (tid < S)
+		ml[tid] = part_ml[i * S + tid];
+	/* and the first of this thread's output pieces on their way meanwhile */
+	const float4 *u = (const float4 *)(part_u + i * S * kDim) + tid;
+	float4 u0 = u[0];
+	__syncthreads();
 	float m = -INFINITY;
 	for (int c = 0; c < S; c++)
 		m = fmaxf(m, ml[c].x);
@@ -448,12 +468,11 @@ split_combine_kernel(strata_attn_params p, int S, const float2 *part_ml, const f
 	__syncthreads();
 	/* One float4 of dims per thread; the chunk sum runs in chunk order. */
 	const float f = f_s;
-	const float4 *u = (const float4 *)(part_u + i * S * kDim) + tid;
 	float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
+#pragma unroll 8
 	for (int c = 0; c < S; c++) {
 		const float w = w_s[c];
-		const float4 v = u[(size_t)c * (kDim / 4)];
+		const float4 v = c ? u[(size_t)c * (kDim / 4)] : u0;
 		o.x += w * v.x;
 		o.y += w * v.y;
 		o.z += w * v.z;
