@@ -27,7 +27,7 @@ static const char *usage =
 	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
-	"                           [--direct-all] [--tc]\n"
+	"                           [--direct-all] [--rows NAME,..] [--tc]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
@@ -38,7 +38,8 @@ static const char *usage =
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
 	"attention on a side stream; the demo's HiSparse). --direct-all: also\n"
-	"hisparse-inplace and hisparse-staged (--direct: accepted, the default).\n"
+	"hisparse-inplace and hisparse-staged (--direct: accepted, the default). --rows:\n"
+	"only these rows (all-resident always runs: the ratios need it).\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
 	"ncu --profile-from-start off: the kernels of exactly one decode step per mode).";
 
@@ -59,6 +60,22 @@ static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* Whether the comma-separated list holds name exactly. */
+static int list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return 0;
 }
 
 typedef struct point {
@@ -140,6 +157,7 @@ int strata_bench_decode(int argc, char **argv)
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
 	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0;
+	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -176,6 +194,8 @@ int strata_bench_decode(int argc, char **argv)
 			n_b = parse_list(v, batches, 8);
 		else if (!strcmp(a, "--hot"))
 			hot = atoi(v);
+		else if (!strcmp(a, "--rows"))
+			only = v;
 		else if (!strcmp(a, "--device-gib"))
 			dev_gib = atof(v);
 		else if (!strcmp(a, "--host-gib"))
@@ -226,6 +246,8 @@ int strata_bench_decode(int argc, char **argv)
 			strata_model_sizes(&m, (uint64_t)ctx, &sz);
 			point pt[NMODES] = { { 0 } };
 			for (int mode = 0; mode < n_rows; mode++) {
+				if (mode && only && !list_has(only, names[mode]))
+					continue;
 				uint64_t need_dev = (mode == 0 ? sz.total_bytes : sz.device_offloaded) *
 						    (uint64_t)batch;
 				uint64_t need_host = mode == 0 ? 0 : sz.c4_main_bytes * (uint64_t)batch;

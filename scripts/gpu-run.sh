@@ -7,7 +7,10 @@
 #   usage: scripts/gpu-run.sh [quick|decode|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
-#                                               b1/b8, default and 8192-entry hot cache)
+#                                               b1/b8, default and 8192-entry hot cache.
+#                                               targets: quick's tests, attention and
+#                                               indexer, then fetch 512/32K and decode
+#                                               128K b1/b32 and 1M b32, ~8 min)
 set -uo pipefail
 mode=${1:-quick}
 out=${OUT:-$PWD/gpu-out}
@@ -35,6 +38,12 @@ run() { # name timeout args...
 }
 run attn 60 bench attn --check
 run indexer_1row 60 bench indexer --phases --check --ctx 128K,1M --batch 1 --rows 1
+if [ "$mode" = targets ]; then # one pass over the open issues' figures (~8 min)
+	run fetch 120 bench fetch --check --sizes 512,32768
+	run decode_128k 200 bench decode --check --contexts 128K --batches 1,32 --reps 5
+	run decode_1m_b32 240 bench decode --check --contexts 1M --batches 32 --reps 3 --rows hisparse-direct --host-gib 110
+	exit 0
+fi
 run decode_128k 200 bench decode --check --direct-all --contexts 128K --batches 1,32 --reps 5
 if [ "$mode" = decode ]; then
 	run decode_1m 420 bench decode --check --direct-all --contexts 1M --batches 1,8 --reps 5 --host-gib 110
