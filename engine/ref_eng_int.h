@@ -24,6 +24,9 @@ typedef struct ref_lay {
 	int next_csa;       /* the next CSA layer's index in lay[], or -1 */
 	int32_t *d_row_rl;  /* [n_req] hot-cache (request, layer) number of each row */
 	int32_t *d_src;     /* SWAPIN: [n_req][topk] host-tier slots to gather */
+	/* HISPARSE with direct_misses: the side stream admits this layer's misses once
+	 * ev_attn (after its attention, compute stream) has passed */
+	strata_event *ev_attn;
 	/* The decode step's staging (ref_step.c): this layer's part of e->h_prep /
 	 * e->d_prep, see prep_layout(). n_main / n_idx: entries completed this step. */
 	int n_main, n_idx;
@@ -68,9 +71,6 @@ struct strata_ref_engine {
 	uint8_t *hot_base;      /* the pool attention reads in either mode */
 	int32_t *d_rowbase_k;   /* [n_req]: r * topk */
 	const int32_t *hc_map;  /* direct_misses: the hot cache's residency map */
-	int32_t *d_ids_all;     /* direct_misses: every CSA layer's selections,
-				   [n_csa][n_req][topk] (each layer's d_ids points into it) */
-	int32_t *d_rl_all;      /* [n_csa][n_req]: csa * n_req + r */
 	uint8_t *miss_stage;    /* direct_misses staged: [n_req x topk] entries, or NULL
 				   (misses read in place) */
 	int hc_stride;          /* its ids per rl */
@@ -95,12 +95,9 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L);
 /* Turn L->d_ids into L->d_list over L->hot (HISPARSE: cache lookup + miss gather;
  * SWAPIN: gather everything). */
 int ref_fetch(strata_ref_engine *e, ref_lay *L);
-/* direct_misses: before the first CSA layer's fetch of a step, the host tier must
- * hold every appended entry (the appends' write-back); after the last layer's
- * attention, the hot cache admits every CSA layer's misses in one launch. No-ops
- * otherwise. */
-int ref_fetch_begin(strata_ref_engine *e);
-int ref_fetch_admit(strata_ref_engine *e);
+/* After the layer's attention was launched: direct_misses' admission on the side
+ * stream (a no-op otherwise). */
+int ref_fetch_after(strata_ref_engine *e, ref_lay *L);
 /* HISPARSE: n new C4 entries of layer L (floats in e->h_stage, request / id pairs in
  * reqs / ids) into the hot cache and, written back, the host tier. */
 /* HISPARSE: request req now has n_entries C4 entries on the host tier. */

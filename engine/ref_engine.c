@@ -98,11 +98,9 @@ static int layer_alloc(strata_ref_engine *e, int l)
 	size_t iqn = (size_t)R * m->index_heads;
 	if ((err = dalloc(e, sizeof(uint16_t) * iqn * REF_ID, &L->d_iq, NULL)) ||
 	    (err = dalloc(e, sizeof(float) * iqn, &L->d_iw, NULL)) ||
-	    (!e->d_ids_all && (err = dalloc(e, sizeof(int32_t) * R * K, &L->d_ids, NULL))) ||
+	    (err = dalloc(e, sizeof(int32_t) * R * K, &L->d_ids, NULL)) ||
 	    (err = dalloc(e, sizeof(int32_t) * R * K, &L->d_list, NULL)))
 		return err;
-	if (e->d_ids_all) /* direct_misses: one array for the step's admission */
-		L->d_ids = e->d_ids_all + (size_t)L->csa * R * K;
 	L->h_ids = malloc(sizeof(int32_t) * R * K);
 	L->h_list = malloc(sizeof(int32_t) * R * K);
 	if (!L->h_ids || !L->h_list)
@@ -128,8 +126,7 @@ static void layer_free(strata_ref_engine *e, ref_lay *L)
 		strata_dev_host_free(e->dev, L->c4);
 	strata_dev_free(e->dev, L->d_iq);
 	strata_dev_free(e->dev, L->d_iw);
-	if (!e->d_ids_all)
-		strata_dev_free(e->dev, L->d_ids);
+	strata_dev_free(e->dev, L->d_ids);
 	strata_dev_free(e->dev, L->d_list);
 	ref_fetch_layer_free(e, L);
 	free(L->h_out);
@@ -138,29 +135,6 @@ static void layer_free(strata_ref_engine *e, ref_lay *L)
 	free(L->cstate);
 	free(L->istate);
 	ref_layer_free(&L->w);
-}
-
-/* direct_misses: every CSA layer's selections in one array ([n_csa][n_req][topk]) and
- * their hot-cache numbers, so that the step's admission is one launch. */
-static int direct_ids_alloc(strata_ref_engine *e)
-{
-	const int R = e->cfg.n_req, K = e->m.index_topk, n = strata_model_count(&e->m, 4);
-	if (!n)
-		return 0;
-	int err = dalloc(e, sizeof(int32_t) * (size_t)n * R * K, &e->d_ids_all, NULL);
-	if (!err)
-		err = dalloc(e, sizeof(int32_t) * (size_t)n * R, &e->d_rl_all, NULL);
-	int32_t *rl = err ? NULL : malloc(sizeof *rl * (size_t)n * R);
-	if (!err && !rl)
-		err = -ENOMEM;
-	for (int i = 0; !err && i < n * R; i++)
-		rl[i] = i; /* row (csa, r) is rl csa * R + r */
-	if (!err)
-		err = strata_dev_copy(e->dev, e->d_rl_all, rl, sizeof *rl * (size_t)n * R, NULL);
-	if (!err)
-		err = strata_dev_sync(e->dev);
-	free(rl);
-	return err;
 }
 
 void strata_ref_engine_destroy(strata_ref_engine *e)
@@ -185,8 +159,6 @@ void strata_ref_engine_destroy(strata_ref_engine *e)
 	strata_dev_free(e->dev, e->d_c128_idx);
 	strata_dev_free(e->dev, e->d_scratch);
 	strata_dev_free(e->dev, e->d_attn_scratch);
-	strata_dev_free(e->dev, e->d_ids_all);
-	strata_dev_free(e->dev, e->d_rl_all);
 	strata_dev_free(e->dev, e->d_stage);
 	strata_dev_free(e->dev, e->d_slots);
 	strata_event_destroy(e->dev, e->ev0);
@@ -299,9 +271,6 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 			if (e->m.ratio[j] == 4)
 				e->lay[l].next_csa = j;
 	}
-	if (cfg->mode == STRATA_REF_HISPARSE && cfg->direct_misses &&
-	    (err = direct_ids_alloc(e)))
-		goto fail;
 	for (int l = 0; l < e->m.n_layers; l++)
 		if ((err = layer_alloc(e, l)))
 			goto fail;

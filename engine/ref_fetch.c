@@ -37,6 +37,8 @@ int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 	free(rl);
 	if (!err && e->cfg.mode == STRATA_REF_SWAPIN)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * R * K, (void **)&L->d_src);
+	if (!err && e->cfg.mode == STRATA_REF_HISPARSE && e->cfg.direct_misses && L->w.ratio == 4)
+		err = strata_event_create(e->dev, &L->ev_attn);
 	return err;
 }
 
@@ -44,6 +46,8 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L)
 {
 	strata_dev_free(e->dev, L->d_row_rl);
 	strata_dev_free(e->dev, L->d_src);
+	strata_event_destroy(e->dev, L->ev_attn);
+	L->ev_attn = NULL;
 }
 
 int ref_fetch_init(strata_ref_engine *e)
@@ -189,6 +193,8 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 					      .map = e->hc_map, .row_map = L->d_row_rl,
 					      .map_stride = e->hc_stride, .host = L->c4,
 					      .host_B = 64, .stage = e->miss_stage, .stage_B = 64 };
+		if ((err = strata_hotcache_host_fence(e->hc, NULL)))
+			return err;
 		return strata_k_attn_map(e->dev, &mp, NULL);
 	}
 	strata_hotcache_batch b = { .rows = R, .k = K, .ids = L->d_ids, .row_rl = L->d_row_rl,
@@ -200,28 +206,21 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 	return err;
 }
 
-int ref_fetch_begin(strata_ref_engine *e)
+int ref_fetch_after(strata_ref_engine *e, ref_lay *L)
 {
-	if (e->cfg.mode != STRATA_REF_HISPARSE || !e->cfg.direct_misses || !e->hc)
+	if (e->cfg.mode != STRATA_REF_HISPARSE || !e->cfg.direct_misses || L->w.ratio != 4)
 		return 0;
-	/* An appended entry has no hot slot until the admission, so the index map sends
-	 * attention to the host tier for it: its write-back must have landed. */
-	return strata_hotcache_host_fence(e->hc, NULL);
-}
-
-int ref_fetch_admit(strata_ref_engine *e)
-{
-	if (e->cfg.mode != STRATA_REF_HISPARSE || !e->cfg.direct_misses || !e->hc)
-		return 0;
-	/* Every CSA layer's misses (lookup, CLOCK victims, copies host -> pool) in one
-	 * launch on the compute stream, after the last attention: nothing it does can
-	 * change the bytes this step's attention read, each (request, layer) has its own
-	 * slots, and one launch at the end replaces a cross-stream event pair per layer
-	 * (measured on the H200: each pair cost about as much as the admission itself). */
-	const int n_csa = strata_model_count(&e->m, 4);
-	strata_hotcache_batch b = { .rows = n_csa * e->cfg.n_req, .k = e->m.index_topk,
-				    .ids = e->d_ids_all, .row_rl = e->d_rl_all, .out = NULL };
-	return strata_hotcache_step(e->hc, &b, NULL);
+	/* Admit this step's misses (lookup, CLOCK victims, copies host -> pool) once
+	 * attention has read the layer: nothing the side stream does can change the
+	 * bytes attention reads, and the compute stream goes on with the next layer. */
+	strata_hotcache_batch b = { .rows = e->cfg.n_req, .k = e->m.index_topk, .ids = L->d_ids,
+				    .row_rl = L->d_row_rl, .out = NULL };
+	int err = strata_event_record(e->dev, L->ev_attn, NULL);
+	if (!err)
+		err = strata_stream_wait_event(e->dev, e->side, L->ev_attn);
+	if (!err)
+		err = strata_hotcache_step(e->hc, &b, e->side); /* joined at the step's end */
+	return err;
 }
 
 int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const int64_t *ids,

@@ -282,7 +282,9 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 		a.idx = e->d_c128_idx;
 		a.n_idx = n128;
 	}
-	return strata_k_attn(e->dev, &a, NULL);
+	if ((err = strata_k_attn(e->dev, &a, NULL)))
+		return err;
+	return L->w.ratio == 4 ? ref_fetch_after(e, L) : 0;
 }
 
 /* Phase (b), timed by ev0 .. ev1 on the compute stream: every layer's caches are
@@ -297,12 +299,8 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 	int err = strata_event_record(e->dev, e->ev0, NULL);
 	for (int l = 0; l < NL && !err; l++)
 		err = write_layer(e, l);
-	if (!err)
-		err = ref_fetch_begin(e);
 	for (int l = 0; l < NL && !err; l++)
 		err = attend(e, &e->lay[l], n128);
-	if (!err)
-		err = ref_fetch_admit(e);
 	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))
 		err = strata_stream_wait_event(e->dev, NULL, e->ev_side);
 	if (!err)
