@@ -15,7 +15,8 @@
  *                            looked up in a device hot cache and the misses gathered
  *                            into it; attention reads the hot pool. With
  *                            direct_misses, attention reads hits from the hot pool and
- *                            misses in place from the host tier, and the misses are
+ *                            misses in place from the host tier (or from a device
+ *                            staging pool the index map fills), and the misses are
  *                            admitted on a side stream after the layer's attention.
  *   STRATA_REF_SWAPIN        on the pinned host tier; every selected entry is copied
  *                            into a staging pool right after top-k, on the compute
