@@ -491,6 +491,22 @@ START_TEST(pool2_host_tier)
 	ck_assert_int_eq(strata_dev_copy(dev, go2, dout, sizeof *go * qn, NULL), 0);
 	ck_assert_int_eq(strata_dev_sync(dev), 0);
 	ck_assert_mem_eq(go, go2, sizeof *go * qn);
+	/* the same call captured into a CUDA graph replays to the same bytes */
+	strata_stream *cs = NULL;
+	strata_graph *cg = NULL;
+	ck_assert_int_eq(strata_stream_create(dev, &cs), 0);
+	ck_assert_int_eq(strata_graph_begin(dev, cs), 0);
+	ck_assert_int_eq(strata_k_attn(dev, &g, cs), 0);
+	ck_assert_int_eq(strata_graph_end(dev, cs, &cg), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, dout, 0xff, sizeof *co * qn, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	ck_assert_int_eq(strata_graph_launch(dev, cg, cs), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, cs), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, go, dout, sizeof *go * qn, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	ck_assert_mem_eq(go, go2, sizeof *go * qn);
+	strata_graph_destroy(dev, cg);
+	strata_stream_destroy(dev, cs);
 	strata_dev_free(dev, gs.stage);
 	strata_dev_free(dev, dstl);
 	free(cstage);

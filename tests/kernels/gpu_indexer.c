@@ -1,6 +1,7 @@
 /* Indexer on the GPU against the CPU twin and an independent double reference.
  * Also: the scratch's counters are zero at rest (zeroed once, left zero by every call,
- * fused and phases paths), and the rest of the scratch may hold anything.
+ * fused and phases paths), and the rest of the scratch may hold anything; the call
+ * captured into a CUDA graph replays to the same result.
  *
  * Tolerance (stated): GPU and CPU sum the same exact products in different orders, so
  * their scores differ in the last bits. A selected set may differ from the reference
@@ -107,6 +108,31 @@ static void run_gpu(td *t, int32_t *gids, float *gsc, int reps)
 	ck_assert_int_eq(strata_dev_sync(dev), 0);
 	for (size_t i = 0; i < lay.zero_bytes; i++)
 		ck_assert_msg(!zb[i], "scratch counter byte %zu is %u after the phases path", i, zb[i]);
+	/* captured into a CUDA graph (fixed launch shapes, no host synchronisation) and
+	 * replayed twice: the same result each time, the counters zero after each */
+	strata_stream *gs = NULL;
+	strata_graph *g = NULL;
+	ck_assert_int_eq(strata_stream_create(dev, &gs), 0);
+	ck_assert_int_eq(strata_graph_begin(dev, gs), 0);
+	ck_assert_int_eq(strata_k_indexer(dev, &p, gs), 0);
+	ck_assert_int_eq(strata_graph_end(dev, gs, &g), 0);
+	for (int rep = 0; rep < 2; rep++) {
+		ck_assert_int_eq(strata_dev_memset(dev, d.ids, 0x7f, sizeof(int32_t) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		ck_assert_int_eq(strata_graph_launch(dev, g, gs), 0);
+		ck_assert_int_eq(strata_stream_sync(dev, gs), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, gids, d.ids, sizeof(int32_t) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, gsc, d.sc, sizeof(float) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, zb, d.scratch, lay.zero_bytes, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		ck_assert_msg(!memcmp(prev, gids, sizeof(int32_t) * n) &&
+				      !memcmp(prevs, gsc, sizeof(float) * n),
+			      "graph replay %d differs from strata_k_indexer", rep);
+		for (size_t i = 0; i < lay.zero_bytes; i++)
+			ck_assert_msg(!zb[i], "scratch counter byte %zu is %u after a replay", i, zb[i]);
+	}
+	strata_graph_destroy(dev, g);
+	strata_stream_destroy(dev, gs);
 	free(zb);
 	free(prev);
 	free(prevs);

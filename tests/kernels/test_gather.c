@@ -138,6 +138,27 @@ START_TEST(tables_skips_count)
 }
 END_TEST
 
+/* CUDA graphs are GPU-only: the CPU backend says so instead of pretending. */
+START_TEST(graphs_need_a_gpu)
+{
+	strata_dev_config c = STRATA_DEV_CONFIG_INIT;
+	c.backend = STRATA_BACKEND_CPU;
+	strata_dev *d = NULL;
+	ck_assert_int_eq(strata_dev_open(&c, &d), 0);
+	strata_stream *s = NULL;
+	ck_assert_int_eq(strata_stream_create(d, &s), 0);
+	ck_assert_int_eq(strata_graph_begin(d, s), -ENOTSUP);
+	strata_graph *g = (strata_graph *)&c; /* must be cleared */
+	ck_assert_int_eq(strata_graph_end(d, s, &g), -ENOTSUP);
+	ck_assert_ptr_null(g);
+	ck_assert_int_eq(strata_graph_launch(d, NULL, s), -EINVAL);
+	ck_assert_int_eq(strata_graph_begin(NULL, s), -EINVAL);
+	strata_graph_destroy(d, NULL);
+	strata_stream_destroy(d, s);
+	strata_dev_close(d);
+}
+END_TEST
+
 START_TEST(bad_params)
 {
 	uint8_t buf[64];
@@ -198,6 +219,7 @@ int main(void)
 	tcase_add_loop_test(tc, flat_random, 0, 8);
 	tcase_add_test(tc, tables_skips_count);
 	tcase_add_test(tc, bad_params);
+	tcase_add_test(tc, graphs_need_a_gpu);
 	tcase_add_test(tc, dispatch_cpu_and_baselines);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
