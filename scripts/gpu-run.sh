@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: scripts/gpu-run.sh [quick|decode|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -20,8 +20,10 @@ export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIB
 export PATH=$deps/usr/bin:$PATH
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+# REV=<commit>: the revision the result headers name (the device machine's copy of
+# the tree may carry a stale .git); default: git HEAD there.
 cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
-	-DCMAKE_BUILD_TYPE=Release >"$out/cfg.log" 2>&1 &&
+	-DCMAKE_BUILD_TYPE=Release -DSTRATA_REV="${REV:-}" >"$out/cfg.log" 2>&1 &&
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
