@@ -262,6 +262,17 @@ fail:
 	return -1;
 }
 
+typedef struct graph_run {
+	bench_timer *t;
+	strata_graph *g;
+} graph_run;
+
+static int launch_graph(void *c)
+{
+	graph_run *gr = c;
+	return strata_graph_launch(gr->t->dev, gr->g, gr->t->s);
+}
+
 double bench_timer_graph_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int n, int warm,
 			    int reps, bench_stats *st)
 {
@@ -277,33 +288,17 @@ double bench_timer_graph_us(bench_timer *t, int (*fn)(void *ctx), void *ctx, int
 		return err == -ENOTSUP ? -2 : -1;
 	for (int i = 0; i < n && !err; i++)
 		err = fn(ctx);
-	strata_graph *g = NULL;
-	int e2 = strata_graph_end(t->dev, t->s, &g);
-	if (err || e2) {
-		strata_graph_destroy(t->dev, g);
-		return -1;
-	}
-	double *v = malloc((size_t)reps * sizeof *v);
+	graph_run gr = { t, NULL };
+	int e2 = strata_graph_end(t->dev, t->s, &gr.g);
 	double r = -1;
-	if (!v)
-		goto out;
-	for (int i = 0; i < warm; i++)
-		if (strata_graph_launch(t->dev, g, t->s))
-			goto out;
-	if (strata_stream_sync(t->dev, t->s))
-		goto out;
-	for (int i = 0; i < reps; i++) {
-		float ms = 0;
-		if (strata_event_record(t->dev, t->a, t->s) || strata_graph_launch(t->dev, g, t->s) ||
-		    strata_event_record(t->dev, t->b, t->s) || strata_event_sync(t->dev, t->b) ||
-		    strata_event_elapsed_ms(t->dev, t->a, t->b, &ms))
-			goto out;
-		v[i] = ms * 1000.0 / n;
+	if (!err && !e2 && (r = bench_timer_us(t, launch_graph, &gr, warm, reps, st)) >= 0) {
+		/* per call of fn */
+		st->min /= n;
+		st->median /= n;
+		st->max /= n;
+		st->p99 /= n;
+		r = st->median;
 	}
-	*st = bench_stats_of(v, reps);
-	r = st->median;
-out:
-	free(v);
-	strata_graph_destroy(t->dev, g);
+	strata_graph_destroy(t->dev, gr.g);
 	return r;
 }

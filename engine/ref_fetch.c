@@ -21,6 +21,12 @@
 
 #include "engine/ref_eng_int.h"
 
+/* Bytes of a staging pool of n entries (blocks of 64). */
+static size_t stage_bytes(int n)
+{
+	return (size_t)((n + 63) / 64) * strata_main_block_stride(64);
+}
+
 int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 {
 	const int R = e->cfg.n_req, K = e->m.index_topk;
@@ -55,7 +61,7 @@ int ref_fetch_init(strata_ref_engine *e)
 	const int R = e->cfg.n_req, K = e->m.index_topk;
 	int n_csa = strata_model_count(&e->m, 4), err;
 	if (e->cfg.mode == STRATA_REF_SWAPIN) {
-		size_t bytes = (size_t)((R * K + 63) / 64) * strata_main_block_stride(64);
+		size_t bytes = stage_bytes(R * K);
 		if ((err = strata_dev_alloc(e->dev, bytes, (void **)&e->stage_pool)))
 			return err;
 		e->st.device_bytes += bytes;
@@ -131,7 +137,7 @@ int ref_fetch_init(strata_ref_engine *e)
 			stage = g > 1;
 		}
 		if (!err && stage) {
-			size_t bytes = (size_t)((R * K + 63) / 64) * strata_main_block_stride(64);
+			size_t bytes = stage_bytes(R * K);
 			if (!(err = strata_dev_alloc(e->dev, bytes, (void **)&e->miss_stage))) {
 				e->st.device_bytes += bytes;
 				e->st.hot_bytes += bytes;
