@@ -37,7 +37,9 @@ static const char *usage =
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
-	"attention on a side stream; the demo's HiSparse). --direct-all: also\n"
+	"attention on a side stream; the demo's HiSparse), hisparse-early (direct_misses\n"
+	"EARLY: misses staged by a third stream while top-k runs; column early = the share\n"
+	"of misses it staged in time). --direct-all: also\n"
 	"hisparse-inplace and hisparse-staged (--direct: accepted, the default). --rows:\n"
 	"only these rows (all-resident always runs: the ratios need it).\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
@@ -83,6 +85,7 @@ typedef struct point {
 	double med_ms, p99_ms, prep_ms, launch_ms, hit;
 	uint64_t dev_per_req, digest;
 	double fetched_mb;  /* host -> device MB per timed step (selected entries) */
+	double early;       /* EARLY: share of the misses staged while top-k ran, or -1 */
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
@@ -136,6 +139,10 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 		pt->hit = h + mi ? (double)h / (double)(h + mi) : 0.0;
 		pt->fetched_mb = (double)(st.fetched_bytes - st0.fetched_bytes) / 1e6 / o->reps;
 		pt->dev_per_req = st.device_bytes / (uint64_t)batch;
+		uint64_t ea = st.early_misses - st0.early_misses, la = st.late_misses - st0.late_misses;
+		pt->early = direct == STRATA_REF_MISS_EARLY && ea + la
+				    ? (double)ea / (double)(ea + la)
+				    : -1.0;
 		pt->digest = strata_ref_engine_digest(e);
 		pt->ok = 1;
 	}
@@ -225,17 +232,20 @@ int strata_bench_decode(int argc, char **argv)
 		       "model math before it (not in step_ms); launch_ms = host time issuing the "
 		       "device phase (near step_ms: launch bound); %d warm-up + %d timed steps",
 		       m.name, uniform ? "uniform" : "structured", m.n_layers, o.warmup, o.reps);
-	/* rows: the three modes, then (--direct) HISPARSE with direct_misses AUTO, then
+	/* rows: the three modes, HISPARSE with direct_misses AUTO and EARLY, then
 	 * (--direct-all) IN_PLACE and STAGED (engine.h) */
-	enum { NMODES = 6 };
+	enum { NMODES = 7 };
 	static const char *names[NMODES] = { "all-resident", "hisparse", "swapin", "hisparse-direct",
-					     "hisparse-inplace", "hisparse-staged" };
+					     "hisparse-early", "hisparse-inplace",
+					     "hisparse-staged" };
 	static const int row_mode[NMODES] = { STRATA_REF_ALL_RESIDENT, STRATA_REF_HISPARSE,
 					      STRATA_REF_SWAPIN, STRATA_REF_HISPARSE,
-					      STRATA_REF_HISPARSE, STRATA_REF_HISPARSE };
+					      STRATA_REF_HISPARSE, STRATA_REF_HISPARSE,
+					      STRATA_REF_HISPARSE };
 	static const int row_direct[NMODES] = { 0, 0, 0, STRATA_REF_MISS_AUTO,
-						STRATA_REF_MISS_IN_PLACE, STRATA_REF_MISS_STAGED };
-	const int n_rows = direct == 2 ? 6 : 4;
+						STRATA_REF_MISS_EARLY, STRATA_REF_MISS_IN_PLACE,
+						STRATA_REF_MISS_STAGED };
+	const int n_rows = direct == 2 ? 7 : 5;
 	int check_failed = 0;
 	uint64_t dev_budget = (uint64_t)(dev_gib * 1073741824.0);
 	uint64_t host_budget = (uint64_t)(host_gib * 1073741824.0);
@@ -284,6 +294,7 @@ int strata_bench_decode(int argc, char **argv)
 					      "dev_vs_resident", pt[0].ok ? bench_fmt("%.3f", (double)pt[mode].dev_per_req / (double)pt[0].dev_per_req) : "n/a",
 					      "hit_rate", row_mode[mode] == STRATA_REF_HISPARSE ? bench_fmt("%.3f", pt[mode].hit) : "-",
 					      "fetch_MB_step", bench_fmt("%.2f", pt[mode].fetched_mb),
+					      "early", pt[mode].early >= 0 ? bench_fmt("%.3f", pt[mode].early) : "-",
 					      "identical", same, NULL);
 			}
 		}

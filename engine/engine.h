@@ -60,6 +60,11 @@ typedef enum {
 	STRATA_REF_MISS_AUTO = 3,     /* STAGED when attention would read an entry more
 					 than once (strata_k_attn_head_groups > 1: small
 					 batches), else IN_PLACE */
+	STRATA_REF_MISS_EARLY = 4,    /* STAGED, with most copies made while top-k
+					 runs: right after the scan, a third stream stages
+					 the misses among the entries that can still make
+					 the top-k (strata_k_attn_prestage), and the index
+					 map copies only what that missed */
 } strata_ref_miss_path;
 
 typedef struct strata_ref_config {
@@ -111,6 +116,9 @@ typedef struct strata_ref_stats {
 	uint64_t host_bytes;       /* caches allocated on the pinned host tier */
 	uint64_t c4_main_bytes;    /* C4 main capacity (wherever it lives) */
 	uint64_t hot_bytes;        /* hot-cache / staging pools (part of device_bytes) */
+	/* direct_misses EARLY: misses attention took from the early staging, and misses
+	 * the index map still had to copy itself (both 0 in other modes) */
+	uint64_t early_misses, late_misses;
 } strata_ref_stats;
 
 /* Create an engine on dev (which the caller keeps open until destroy). Allocates every

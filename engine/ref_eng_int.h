@@ -74,6 +74,16 @@ struct strata_ref_engine {
 	uint8_t *miss_stage;    /* direct_misses staged: [n_req x topk] entries, or NULL
 				   (misses read in place) */
 	int hc_stride;          /* its ids per rl */
+	/* direct_misses EARLY: the stream the early staging runs on, its events (the
+	 * scan's scores are written; the staging is done), the staging's id -> entry map
+	 * [n_req][cap4], its scratch, the call's epoch, and [early, late] miss counts */
+	strata_stream *pre;
+	strata_event *ev_scan, *ev_pre;
+	uint64_t *d_stage_map;
+	void *d_pre_scratch;
+	size_t pre_scratch_bytes;
+	uint64_t pre_epoch;
+	unsigned long long *d_miss_counts;
 	int32_t *d_ap_rl, *d_ap_ids; /* HISPARSE appends: [stage_rows] */
 	int32_t *h_ap;          /* [2][stage_rows] */
 	/* strata_ref_engine_fill(): template entries on the device */
@@ -95,6 +105,9 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L);
 /* Turn L->d_ids into L->d_list over L->hot (HISPARSE: cache lookup + miss gather;
  * SWAPIN: gather everything). */
 int ref_fetch(strata_ref_engine *e, ref_lay *L);
+/* direct_misses EARLY, right after the layer's indexer call ip (launched with
+ * ip->after_scan = e->ev_scan): the early staging on e->pre (a no-op otherwise). */
+int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_params *ip);
 /* After the layer's attention was launched: direct_misses' admission on the side
  * stream (a no-op otherwise). */
 int ref_fetch_after(strata_ref_engine *e, ref_lay *L);

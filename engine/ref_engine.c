@@ -184,7 +184,7 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 	if (!dev || !cfg || !out || cfg->size < sizeof *cfg || cfg->n_req < 1 ||
 	    cfg->max_ctx < 1 || cfg->mode < STRATA_REF_ALL_RESIDENT || cfg->mode > STRATA_REF_SWAPIN ||
 	    (cfg->direct_misses != STRATA_REF_MISS_COPY &&
-	     (cfg->direct_misses < STRATA_REF_MISS_IN_PLACE || cfg->direct_misses > STRATA_REF_MISS_AUTO ||
+	     (cfg->direct_misses < STRATA_REF_MISS_IN_PLACE || cfg->direct_misses > STRATA_REF_MISS_EARLY ||
 	      cfg->mode != STRATA_REF_HISPARSE)) ||
 	    (cfg->attn_tensor_cores != 0 && cfg->attn_tensor_cores != 1))
 		return -EINVAL;

@@ -27,6 +27,39 @@ static size_t stage_bytes(int n)
 	return (size_t)((n + 63) / 64) * strata_main_block_stride(64);
 }
 
+/* direct_misses EARLY: its stream, events, id -> entry map (zero: no epoch yet; an
+ * 8-byte word per (request, C4 entry), counted as device bytes) and scratch. */
+static int early_init(strata_ref_engine *e)
+{
+	const int R = e->cfg.n_req;
+	size_t map_bytes = sizeof(uint64_t) * (size_t)R * e->cap4;
+	e->pre_scratch_bytes = strata_k_attn_prestage_scratch(R);
+	int err = strata_stream_create(e->dev, &e->pre);
+	if (!err)
+		err = strata_event_create(e->dev, &e->ev_scan);
+	if (!err)
+		err = strata_event_create(e->dev, &e->ev_pre);
+	if (!err)
+		err = strata_dev_alloc(e->dev, map_bytes, (void **)&e->d_stage_map);
+	if (!err)
+		err = strata_dev_memset(e->dev, e->d_stage_map, 0, map_bytes, NULL);
+	if (!err)
+		err = strata_dev_alloc(e->dev, e->pre_scratch_bytes, &e->d_pre_scratch);
+	if (!err)
+		err = strata_dev_memset(e->dev, e->d_pre_scratch, 0, e->pre_scratch_bytes, NULL);
+	if (!err)
+		err = strata_dev_alloc(e->dev, 3 * sizeof(unsigned long long),
+				       (void **)&e->d_miss_counts);
+	if (!err)
+		err = strata_dev_memset(e->dev, e->d_miss_counts, 0, 3 * sizeof(unsigned long long),
+					NULL);
+	if (!err)
+		err = strata_dev_sync(e->dev);
+	if (!err)
+		e->st.device_bytes += map_bytes + e->pre_scratch_bytes;
+	return err;
+}
+
 int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 {
 	const int R = e->cfg.n_req, K = e->m.index_topk;
@@ -126,7 +159,8 @@ int ref_fetch_init(strata_ref_engine *e)
 		/* staged or in place: AUTO stages when attention's plan for a CSA layer
 		 * (top-k + window, this batch) has more than one head group, each of which
 		 * would read every miss over the bus */
-		int stage = e->cfg.direct_misses == STRATA_REF_MISS_STAGED;
+		const int early = e->cfg.direct_misses == STRATA_REF_MISS_EARLY;
+		int stage = e->cfg.direct_misses == STRATA_REF_MISS_STAGED || early;
 		if (e->cfg.direct_misses == STRATA_REF_MISS_AUTO) {
 			strata_attn_params ap = { .n_rows = R, .heads = e->m.n_heads, .n_idx = K,
 						  .n_win = 128,
@@ -137,12 +171,16 @@ int ref_fetch_init(strata_ref_engine *e)
 			stage = g > 1;
 		}
 		if (!err && stage) {
-			size_t bytes = stage_bytes(R * K);
+			/* the map's entries (r * topk + k), then EARLY's 2 x topk per
+			 * request (it stages misses among a superset of the top-k) */
+			size_t bytes = stage_bytes(R * K * (early ? 3 : 1));
 			if (!(err = strata_dev_alloc(e->dev, bytes, (void **)&e->miss_stage))) {
 				e->st.device_bytes += bytes;
 				e->st.hot_bytes += bytes;
 			}
 		}
+		if (!err && early)
+			err = early_init(e);
 	}
 	if (!err)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * e->stage_rows, (void **)&e->d_ap_rl);
@@ -162,6 +200,17 @@ void ref_fetch_free(strata_ref_engine *e)
 	strata_dev_free(e->dev, e->stage_pool);
 	strata_dev_free(e->dev, e->miss_stage);
 	e->miss_stage = NULL;
+	strata_stream_destroy(e->dev, e->pre);
+	strata_event_destroy(e->dev, e->ev_scan);
+	strata_event_destroy(e->dev, e->ev_pre);
+	strata_dev_free(e->dev, e->d_stage_map);
+	strata_dev_free(e->dev, e->d_pre_scratch);
+	strata_dev_free(e->dev, e->d_miss_counts);
+	e->pre = NULL;
+	e->ev_scan = e->ev_pre = NULL;
+	e->d_stage_map = NULL;
+	e->d_pre_scratch = NULL;
+	e->d_miss_counts = NULL;
 	strata_dev_free(e->dev, e->d_rowbase_k);
 	strata_dev_free(e->dev, e->d_ap_rl);
 	strata_dev_free(e->dev, e->d_ap_ids);
@@ -199,6 +248,13 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 					      .map = e->hc_map, .row_map = L->d_row_rl,
 					      .map_stride = e->hc_stride, .host = L->c4,
 					      .host_B = 64, .stage = e->miss_stage, .stage_B = 64 };
+		if (e->pre) { /* EARLY: take what the early staging copied */
+			mp.stage_map = e->d_stage_map;
+			mp.epoch = e->pre_epoch;
+			mp.miss_counts = e->d_miss_counts;
+			if ((err = strata_stream_wait_event(e->dev, NULL, e->ev_pre)))
+				return err;
+		}
 		if ((err = strata_hotcache_host_fence(e->hc, NULL)))
 			return err;
 		return strata_k_attn_map(e->dev, &mp, NULL);
@@ -209,6 +265,36 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 		return err;
 	if (L->next_csa >= 0)
 		err = strata_hotcache_predict(e->hc, R, e->lay[L->next_csa].d_row_rl, e->side);
+	return err;
+}
+
+int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_params *ip)
+{
+	if (!e->pre)
+		return 0;
+	const int R = e->cfg.n_req, K = e->m.index_topk;
+	strata_attn_prestage_params pp = {
+		.n_rows = R, .topk = K, .max_limit = ip->max_limit, .row_limit = ip->row_limit,
+		.map = e->hc_map, .row_map = L->d_row_rl, .map_stride = e->hc_stride,
+		.row_base = e->d_rowbase, .host = L->c4, .host_B = 64,
+		.stage = e->miss_stage, .stage_B = 64, .stage_first = (int64_t)R * K, .cap = 2 * K,
+		.stage_map = e->d_stage_map, .epoch = ++e->pre_epoch,
+		.scratch = e->d_pre_scratch, .scratch_bytes = e->pre_scratch_bytes,
+		.n_staged = e->d_miss_counts + 2 };
+	/* the scores are written once ev_scan has passed; the map row's writers are the
+	 * appends (before the scan on the compute stream), this step's admission of the
+	 * layer (after its attention, which waits for ev_pre) and the last step's
+	 * (joined at that step's end); an appended entry without a hot slot must have
+	 * been written back before it is copied */
+	int err = strata_k_indexer_scores(e->dev, ip, &pp.scores, &pp.score_stride);
+	if (!err)
+		err = strata_stream_wait_event(e->dev, e->pre, e->ev_scan);
+	if (!err)
+		err = strata_hotcache_host_fence(e->hc, e->pre);
+	if (!err)
+		err = strata_k_attn_prestage(e->dev, &pp, e->pre);
+	if (!err)
+		err = strata_event_record(e->dev, e->ev_pre, e->pre);
 	return err;
 }
 

@@ -254,8 +254,9 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 			.req_rows = e->d_rowreq,
 			.row_limit = e->d_rowlim, .pages = L->pages, .page_table = e->d_pt,
 			.max_pages = e->nblk, .B = 64, .out_ids = L->d_ids, .scratch = e->d_scratch,
-			.scratch_bytes = e->scratch_bytes };
-		if ((err = strata_k_indexer(e->dev, &ip, NULL)))
+			.scratch_bytes = e->scratch_bytes, .after_scan = e->ev_scan };
+		if ((err = strata_k_indexer(e->dev, &ip, NULL)) ||
+		    (err = ref_fetch_early(e, L, &ip)))
 			return err;
 		if (e->cfg.mode == STRATA_REF_ALL_RESIDENT) {
 			strata_attn_map_params mp = { .n_rows = R, .width = K, .ids = L->d_ids,
@@ -402,6 +403,13 @@ void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st)
 	if (!e)
 		return;
 	*st = e->st;
+	/* [early, late, staged] of EARLY's index maps and early staging (device) */
+	unsigned long long mc[3] = { 0, 0, 0 };
+	const int have_mc = e->d_miss_counts &&
+			    !strata_dev_copy(e->dev, mc, e->d_miss_counts, sizeof mc, NULL) &&
+			    !strata_dev_sync(e->dev);
+	st->early_misses = mc[0];
+	st->late_misses = mc[1];
 	strata_hotcache_stats hs;
 	/* The hot cache's counters live on the device; reading them synchronises. */
 	if (e->hc && !strata_hotcache_stats_get(e->hc, -1, &hs)) {
@@ -410,8 +418,12 @@ void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st)
 		st->fetched_bytes = hs.bytes_moved + hs.bytes_prefetched;
 		/* direct_misses: attention read each miss in place (or the map kernel
 		 * staged it) before the hot cache copied it in, so it crossed the bus
-		 * twice (in place: once more per extra head group, not counted) */
-		if (e->cfg.direct_misses)
+		 * twice (in place: once more per extra head group, not counted). EARLY:
+		 * the early staging copied every miss among the entries that could still
+		 * make the top-k, selected or not, and the map the late ones. */
+		if (have_mc)
+			st->fetched_bytes += (mc[2] + mc[1]) * STRATA_MAIN_ENTRY_BYTES;
+		else if (e->cfg.direct_misses)
 			st->fetched_bytes += hs.misses * STRATA_MAIN_ENTRY_BYTES;
 	}
 }

@@ -894,6 +894,7 @@ __global__ void map_kernel(strata_attn_map_params p)
 	     w0 += warps) { /* warp-uniform */
 		const size_t i = w0 * 32 + lane;
 		int64_t src = -1; /* staged miss: its host entry */
+		bool early = false, late = false;
 		if (i < n) {
 			const int32_t id = p.ids[i];
 			const size_t r = i / p.width;
@@ -902,17 +903,33 @@ __global__ void map_kernel(strata_attn_map_params p)
 			} else if (p.map) {
 				const int32_t v =
 					id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
+				const uint64_t sv = v < 0 && p.stage_map && id < p.map_stride
+							    ? p.stage_map[r * p.map_stride + id]
+							    : 0;
 				if (v >= 0) {
 					p.out[i] = v;
+				} else if (p.stage_map && sv >> 24 == p.epoch) {
+					p.out[i] = -2 - (int32_t)(sv & 0xffffffu);
+					early = true;
 				} else if (p.stage) {
 					src = (int64_t)p.row_base[r] + id;
 					p.out[i] = -2 - (int32_t)i;
+					late = true;
 				} else {
 					p.out[i] = -2 - (p.row_base[r] + id);
+					late = true;
 				}
 			} else {
 				p.out[i] = p.row_base[r] + (p.positional ? (int32_t)(i % p.width) : id);
 			}
+		}
+		if (p.miss_counts) {
+			const unsigned ne = __ballot_sync(0xffffffffu, early);
+			const unsigned nl = __ballot_sync(0xffffffffu, late);
+			if (lane == 0 && ne)
+				atomicAdd(&p.miss_counts[0], (unsigned long long)__popc(ne));
+			if (lane == 0 && nl)
+				atomicAdd(&p.miss_counts[1], (unsigned long long)__popc(nl));
 		}
 		if (!p.stage)
 			continue;
@@ -1144,7 +1161,8 @@ extern "C" int strata_k_attn_map_gpu(strata_dev *dev, const strata_attn_map_para
 	if (!p || p->n_rows < 0 || p->width < 0 ||
 	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)) ||
 	    (p->map && (!p->row_map || p->map_stride < 1)) ||
-	    (p->stage && (!p->map || !p->host || p->host_B < 1 || p->stage_B < 1)))
+	    (p->stage && (!p->map || !p->host || p->host_B < 1 || p->stage_B < 1)) ||
+	    (p->stage_map && (!p->stage || p->epoch < 1)))
 		return -EINVAL;
 	size_t n = (size_t)p->n_rows * p->width;
 	if (!n)

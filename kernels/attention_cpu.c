@@ -192,8 +192,10 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p)
 	if (!p || p->n_rows < 0 || p->width < 0 ||
 	    (p->n_rows && p->width && (!p->ids || !p->row_base || !p->out)) ||
 	    (p->map && (!p->row_map || p->map_stride < 1)) ||
-	    (p->stage && (!p->map || !p->host || p->host_B < 1 || p->stage_B < 1)))
+	    (p->stage && (!p->map || !p->host || p->host_B < 1 || p->stage_B < 1)) ||
+	    (p->stage_map && (!p->stage || p->epoch < 1)))
 		return -EINVAL;
+	unsigned long long early = 0, late = 0;
 	for (int r = 0; r < p->n_rows; r++)
 		for (int k = 0; k < p->width; k++) {
 			size_t i = (size_t)r * p->width + k;
@@ -204,10 +206,18 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p)
 				int32_t v = id < p->map_stride
 						    ? p->map[(size_t)p->row_map[r] * p->map_stride + id]
 						    : -1;
+				const uint64_t sv =
+					v < 0 && p->stage_map && id < p->map_stride
+						? p->stage_map[(size_t)r * p->map_stride + id]
+						: 0;
 				if (v >= 0) {
 					p->out[i] = v;
+				} else if (p->stage_map && sv >> 24 == p->epoch) {
+					p->out[i] = -2 - (int32_t)(sv & 0xffffffu);
+					early++;
 				} else if (p->stage) {
 					const int64_t e = (int64_t)p->row_base[r] + id;
+					late++;
 					uint8_t *d = (uint8_t *)attn_entry_data(p->stage, p->stage_B, (int64_t)i);
 					memcpy(d, attn_entry_data(p->host, p->host_B, e), 576);
 					memcpy((uint8_t *)attn_entry_scales(p->stage, p->stage_B, (int64_t)i),
@@ -215,11 +225,16 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p)
 					p->out[i] = -2 - (int32_t)i;
 				} else {
 					p->out[i] = -2 - (p->row_base[r] + id);
+					late++;
 				}
 			} else {
 				p->out[i] = p->row_base[r] + (p->positional ? k : id);
 			}
 		}
+	if (p->miss_counts) {
+		p->miss_counts[0] += early;
+		p->miss_counts[1] += late;
+	}
 	return 0;
 }
 

@@ -1174,6 +1174,11 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	}
 	if (ev)
 		cudaEventRecord(ev[2], st);
+	if (p->after_scan && cudaEventRecord(reinterpret_cast<cudaEvent_t>(p->after_scan), st) !=
+				     cudaSuccess) {
+		err = strata_dev_check(dev, "indexer: after_scan event");
+		return err ? err : STRATA_E_CUDA;
+	}
 	/* rows with limit <= k need no filter CTAs beyond the first (they write 0..limit-1);
 	 * about two waves of filter CTAs in all (4 resident per SM), chunks looped beyond */
 	unsigned fx = 1;

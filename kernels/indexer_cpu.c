@@ -29,10 +29,17 @@ int idx_check_params(const strata_indexer_params *p)
 	return 0;
 }
 
+/* Every row's scores ([rows][max_limit]: they stay for strata_k_indexer_scores), then
+ * one row's selection keys. */
+static size_t cpu_rows(const strata_indexer_params *p)
+{
+	return (size_t)(p->n_rows > p->max_rows ? p->n_rows : p->max_rows);
+}
+
 static size_t cpu_scratch(const strata_indexer_params *p)
 {
 	size_t lim = (size_t)(p->max_limit > 0 ? p->max_limit : 0);
-	return lim * (size_t)p->max_rows * sizeof(float) + lim * sizeof(uint64_t) + 64;
+	return lim * cpu_rows(p) * sizeof(float) + lim * sizeof(uint64_t) + 64;
 }
 
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p)
@@ -59,9 +66,31 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
 	if (strata_dev_is_gpu(dev))
 		return strata_k_indexer_gpu(dev, p, s);
 #endif
-	(void)dev;
-	(void)s;
-	return strata_k_indexer_cpu(p);
+	int err = strata_k_indexer_cpu(p);
+	if (!err && p->after_scan)
+		err = strata_event_record(dev, p->after_scan, s);
+	return err;
+}
+
+int strata_k_indexer_scores(const strata_dev *dev, const strata_indexer_params *p,
+			    const float **scores, size_t *stride)
+{
+	if (!p || !scores || !stride || !p->scratch)
+		return -EINVAL;
+	if (strata_dev_is_gpu(dev)) {
+		idx_gpu_layout l;
+		idx_gpu_layout_of(p, &l);
+		if (p->scratch_bytes < l.total)
+			return -EINVAL;
+		*scores = (const float *)((const unsigned char *)p->scratch + l.off_scores);
+		*stride = l.score_stride;
+		return 0;
+	}
+	if (p->scratch_bytes < cpu_scratch(p))
+		return -EINVAL;
+	*scores = p->scratch;
+	*stride = (size_t)(p->max_limit > 0 ? p->max_limit : 0);
+	return 0;
 }
 
 int strata_k_indexer_phases(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
@@ -192,8 +221,8 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 		mem = own;
 	}
 	size_t lim_all = (size_t)p->max_limit;
-	float *scores = mem; /* [max_rows][max_limit] */
-	uint64_t *keys = (uint64_t *)(((uintptr_t)(scores + lim_all * p->max_rows) + 7) & ~(uintptr_t)7);
+	float *scores = mem; /* [rows][max_limit] */
+	uint64_t *keys = (uint64_t *)(((uintptr_t)(scores + lim_all * cpu_rows(p)) + 7) & ~(uintptr_t)7);
 	size_t eb = strata_index_entry_bytes(p->fmt), page_bytes = (size_t)p->B * eb;
 	/* the request's queries as floats, [row][head][128] (at most 256 KiB) */
 	float *qf = malloc(sizeof(float) * (size_t)p->max_rows * p->heads * IDX_DIM);
@@ -237,13 +266,13 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 					float z = dot128(qr + (size_t)h * IDX_DIM, kv);
 					acc += w[h] * (z > 0.0f ? z : 0.0f);
 				}
-				scores[(size_t)i * lim_all + j] = acc * ks;
+				scores[(size_t)(r0 + i) * lim_all + j] = acc * ks;
 			}
 		}
 		for (int i = 0; i < nr; i++) {
 			int lim = p->row_limit[r0 + i];
 			if (lim > p->topk)
-				emit_selected(p, r0 + i, lim, scores + (size_t)i * lim_all, keys);
+				emit_selected(p, r0 + i, lim, scores + (size_t)(r0 + i) * lim_all, keys);
 		}
 	}
 out:

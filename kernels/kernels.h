@@ -221,6 +221,11 @@ typedef struct strata_indexer_params {
 	void *scratch;              /* strata_k_indexer_scratch() bytes, caller-owned;
 				     * GPU: zeroed once after allocation (see below) */
 	size_t scratch_bytes;
+	strata_event *after_scan;   /* or NULL: recorded on the stream as soon as every
+				     * score of the call is written, before top-k, so that
+				     * another stream can read the scores
+				     * (strata_k_indexer_scores) while top-k runs. The CPU
+				     * twin records it at the end of the call. */
 } strata_indexer_params;
 
 /* Scratch bytes dev's backend needs for p's host fields (NULL dev: the CPU twin's).
@@ -236,6 +241,13 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */
 int strata_k_indexer_cpu(const strata_indexer_params *p);
+/* Where a strata_k_indexer call with p's shapes leaves its scores in p->scratch (both
+ * backends): the score of entry j < limit of row r (a row with limit > topk) is
+ * (*scores)[r * *stride + j]. They stay there until the next call on that scratch;
+ * rows with limit <= topk are not scored. -EINVAL when p's scratch is missing or too
+ * small to hold them. */
+int strata_k_indexer_scores(const strata_dev *dev, const strata_indexer_params *p,
+			    const float **scores, size_t *stride);
 /* Benchmark aid (GPU only, STRATA_E_UNSUPPORTED on the CPU backend): runs the same
  * work as strata_k_indexer with events between its launches, synchronises s and
  * returns the milliseconds of each phase: ms[0] the former scratch memset (none runs
@@ -516,10 +528,72 @@ typedef struct strata_attn_map_params {
 	int host_B;
 	uint8_t *stage;
 	int stage_B;
+	/* Early-staged misses (with stage; from strata_k_attn_prestage): a miss whose
+	 * stage_map[r * map_stride + id] carries this epoch (value >> 24 == epoch) is
+	 * already in stage entry (value & 0xffffff): out = -2 - that entry, no copy. */
+	const uint64_t *stage_map;
+	uint64_t epoch;
+	/* Or NULL: [0] += misses taken from early staging, [1] += misses this call
+	 * copied itself (staged mode) or left in place. */
+	unsigned long long *miss_counts;
 } strata_attn_map_params;
 
 int strata_k_attn_map(strata_dev *dev, const strata_attn_map_params *p, strata_stream *s);
 int strata_k_attn_map_cpu(const strata_attn_map_params *p);
+
+/* Early staging of a layer's misses while its top-k runs (the index map's copies,
+ * moved off the critical path). From the scores an indexer call left in its scratch
+ * (strata_k_indexer_scores; start it on another stream after the indexer's
+ * after_scan event), per row:
+ *   1. a 2048-bucket histogram of the scores (strata_k_prestage_bucket: monotone) and
+ *      b*, the bucket holding the topk-th highest score; a row with limit <= topk
+ *      takes every entry;
+ *   2. every entry j < limit with bucket >= b* (a superset of the row's top-k) that is
+ *      not resident (map[row_map[r] * map_stride + j] < 0) is copied from host entry
+ *      row_base[r] + j into one of the row's cap slots, stage entries
+ *      stage_first + r * cap + [0, cap), and stage_map[r * map_stride + j] gets
+ *      epoch << 24 | entry.
+ * Which misses win the slots when there are more than cap is unspecified (GPU: the
+ * order CTAs run in); the index map copies the rest itself. Every stage entry must be
+ * below 2^24 and the epoch below 2^40, new for each call that shares a stage_map (it
+ * starts all zero, so the first epoch is 1). The scratch
+ * (strata_k_attn_prestage_scratch bytes) is zero before the first call and left zero
+ * by each. Nothing reads the scores' indexer scratch but this, and nothing on the
+ * host synchronises. */
+typedef struct strata_attn_prestage_params {
+	int n_rows;
+	int topk;
+	int max_limit;            /* >= every row_limit; fixes the launch shape */
+	const int32_t *row_limit; /* [n_rows] the indexer's (clamped to [0, max_limit]) */
+	const float *scores;      /* scores[r * score_stride + j] */
+	size_t score_stride;
+	const int32_t *map;       /* residency, as strata_attn_map_params */
+	const int32_t *row_map;
+	int map_stride;           /* entries j >= map_stride are left to the map */
+	const int32_t *row_base;
+	const uint8_t *host;
+	int host_B;
+	uint8_t *stage;
+	int stage_B;
+	int64_t stage_first;
+	int cap;                  /* slots per row */
+	uint64_t *stage_map;      /* [n_rows][map_stride] */
+	uint64_t epoch;
+	void *scratch;
+	size_t scratch_bytes;
+	unsigned long long *n_staged; /* or NULL: += entries copied */
+} strata_attn_prestage_params;
+
+#define STRATA_PRESTAGE_BUCKETS 2048
+/* The bucket of a score, monotone non-decreasing (-0 and +0 equal): 32 steps per
+ * power of two of the magnitude over [2^-15, 2^17) (smaller magnitudes share the
+ * steps nearest zero, larger ones the outermost), positive scores 1024 and up,
+ * negative ones 1024 and down; integer arithmetic only, so both backends agree. */
+uint32_t strata_k_prestage_bucket(float s);
+size_t strata_k_attn_prestage_scratch(int n_rows);
+int strata_k_attn_prestage(strata_dev *dev, const strata_attn_prestage_params *p,
+			   strata_stream *s);
+int strata_k_attn_prestage_cpu(const strata_attn_prestage_params *p);
 
 /* Head groups the attention plan of p would use on dev (each group's blocks read every
  * entry of the list once): 1 on the CPU backend. For callers that choose between

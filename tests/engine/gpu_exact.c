@@ -15,9 +15,10 @@ static strata_dev *open_dev(strata_backend b)
 	return d;
 }
 
-/* modes 3 and 4: HISPARSE with direct_misses, misses read in place by attention (3)
- * or staged on the device by the map kernel (4) */
-enum { NM = 5 };
+/* modes 3, 4 and 5: HISPARSE with direct_misses, misses read in place by attention
+ * (3), staged on the device by the map kernel (4), or staged early, while top-k runs,
+ * on a third stream (5) */
+enum { NM = 6 };
 static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode mode,
 			       int n_req, int max_ctx, int hot, int keep)
 {
@@ -26,6 +27,7 @@ static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode
 	c.mode = (int)mode >= 3 ? STRATA_REF_HISPARSE : mode;
 	c.direct_misses = (int)mode == 3   ? STRATA_REF_MISS_IN_PLACE
 			  : (int)mode == 4 ? STRATA_REF_MISS_STAGED
+			  : (int)mode == 5 ? STRATA_REF_MISS_EARLY
 					   : STRATA_REF_MISS_COPY;
 	c.n_req = n_req;
 	c.max_ctx = max_ctx;
@@ -70,6 +72,7 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 	ck_assert_uint_eq(dg[0], dg[2]);
 	ck_assert_uint_eq(dg[0], dg[3]);
 	ck_assert_uint_eq(dg[0], dg[4]);
+	ck_assert_uint_eq(dg[0], dg[5]);
 	free(h0);
 	strata_dev_close(d);
 }

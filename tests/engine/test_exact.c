@@ -167,12 +167,12 @@ static void modes_identical(strata_ref_inputs in)
 	run(a, R, STEPS);
 	run(b, R, STEPS);
 	run(c, R, STEPS);
-	/* misses read in place, staged, and AUTO (the CPU plan has one head group: in
-	 * place), admitted after attention */
+	/* misses read in place, staged, AUTO (the CPU plan has one head group: in
+	 * place) and EARLY, admitted after attention */
 	static const int paths[] = { STRATA_REF_MISS_IN_PLACE, STRATA_REF_MISS_STAGED,
-				     STRATA_REF_MISS_AUTO };
-	uint64_t stage_bytes[3];
-	for (int pi = 0; pi < 3; pi++) {
+				     STRATA_REF_MISS_AUTO, STRATA_REF_MISS_EARLY };
+	uint64_t stage_bytes[4];
+	for (int pi = 0; pi < 4; pi++) {
 		strata_ref_engine *dm =
 			make_direct(d, STRATA_REF_HISPARSE, paths[pi], R, topk + 16, 11, in);
 		run(dm, R, STEPS);
@@ -183,12 +183,24 @@ static void modes_identical(strata_ref_inputs in)
 		ck_assert_uint_gt(sd.misses, 0); /* entries really came from the host tier */
 		ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
 		stage_bytes[pi] = sd.hot_bytes;
+		if (paths[pi] == STRATA_REF_MISS_EARLY) {
+			/* the CPU streams run in order, so the early staging always comes in
+			 * time: every miss is taken from it, none copied late */
+			ck_assert_uint_eq(sd.early_misses, sd.misses);
+			ck_assert_uint_eq(sd.late_misses, 0);
+		} else {
+			ck_assert_uint_eq(sd.early_misses + sd.late_misses, 0);
+		}
 		strata_ref_engine_destroy(dm);
 	}
 	/* only STAGED holds a staging pool: R x topk entries */
 	ck_assert_uint_eq(stage_bytes[1] - stage_bytes[0],
 			  (uint64_t)((R * topk + 63) / 64) * strata_main_block_stride(64));
 	ck_assert_uint_eq(stage_bytes[2], stage_bytes[0]);
+	/* EARLY: three times that (the map's entries, then 2 x topk per request for the
+	 * early copies) */
+	ck_assert_uint_eq(stage_bytes[3] - stage_bytes[0],
+			  (uint64_t)((3 * R * topk + 63) / 64) * strata_main_block_stride(64));
 	int ns, nl, ns2, nl2;
 	const uint64_t *ha = strata_ref_engine_hashes(a, &ns, &nl);
 	const uint64_t *hb = strata_ref_engine_hashes(b, &ns2, &nl2);
@@ -248,7 +260,7 @@ START_TEST(direct_misses_needs_hisparse)
 	c.mode = STRATA_REF_SWAPIN;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	c.mode = STRATA_REF_HISPARSE;
-	c.direct_misses = STRATA_REF_MISS_AUTO + 1;
+	c.direct_misses = STRATA_REF_MISS_EARLY + 1;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	c.direct_misses = -1;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
