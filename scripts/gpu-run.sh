@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -44,6 +44,15 @@ if [ "$mode" = targets ]; then # one pass over the open issues' figures (~8 min)
 	run fetch 120 bench fetch --check --sizes 512,32768
 	run decode_128k 200 bench decode --check --contexts 128K --batches 1,32 --reps 5
 	run decode_1m_b32 240 bench decode --check --contexts 1M --batches 32 --reps 3 --rows hisparse-direct --host-gib 110
+	exit 0
+fi
+if [ "$mode" = early ]; then # early staging (direct_misses EARLY) against AUTO, ~5 min
+	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 5 --rows hisparse-direct,hisparse-early
+	run decode_1m 300 bench decode --check --contexts 1M --batches 1,8 --reps 5 --rows hisparse-direct,hisparse-early --host-gib 110
+	timeout 200 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
+		"$B" bench decode --contexts 128K --batches 1 --reps 2 --rows hisparse-early --profile \
+		>"$out/ncu_early_b1.csv" 2>"$out/ncu_early_b1.err"
+	stamp "ncu rc=$?"
 	exit 0
 fi
 run decode_128k 200 bench decode --check --direct-all --contexts 128K --batches 1,32 --reps 5
