@@ -27,7 +27,7 @@ static const char *usage =
 	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
-	"                           [--direct-all] [--rows NAME,..] [--tc]\n"
+	"                           [--direct-all] [--rows NAME,..] [--tc] [--early-slack S]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
@@ -39,7 +39,7 @@ static const char *usage =
 	"misses staged on the device or read in place from the host tier, admitted after\n"
 	"attention on a side stream; the demo's HiSparse), hisparse-early (direct_misses\n"
 	"EARLY: misses staged by a third stream while top-k runs; column early = the share\n"
-	"of misses it staged in time). --direct-all: also\n"
+	"of misses it staged in time; --early-slack: engine.h early_slack). --direct-all: also\n"
 	"hisparse-inplace and hisparse-staged (--direct: accepted, the default). --rows:\n"
 	"only these rows (all-resident always runs: the ratios need it).\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
@@ -89,14 +89,15 @@ typedef struct point {
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int direct, int tc, int ctx, int batch, int hot,
-		     int uniform, int profile, point *pt)
+		     strata_ref_mode mode, int direct, int tc, int slack, int ctx, int batch,
+		     int hot, int uniform, int profile, point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	c.model = *m;
 	c.mode = mode;
 	c.direct_misses = direct;
 	c.attn_tensor_cores = tc;
+	c.early_slack = slack;
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
 	c.hot_slots = hot;
@@ -163,7 +164,7 @@ int strata_bench_decode(int argc, char **argv)
 	uint64_t ctxs[8], batches[8];
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
-	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0;
+	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, slack = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -201,6 +202,8 @@ int strata_bench_decode(int argc, char **argv)
 			n_b = parse_list(v, batches, 8);
 		else if (!strcmp(a, "--hot"))
 			hot = atoi(v);
+		else if (!strcmp(a, "--early-slack"))
+			slack = atoi(v);
 		else if (!strcmp(a, "--rows"))
 			only = v;
 		else if (!strcmp(a, "--device-gib"))
@@ -268,7 +271,7 @@ int strata_bench_decode(int argc, char **argv)
 					continue;
 				}
 				err = run_point(dev, &o, &m, (strata_ref_mode)row_mode[mode],
-						row_direct[mode], tc, ctx, batch, hot, uniform, profile,
+						row_direct[mode], tc, slack, ctx, batch, hot, uniform, profile,
 						&pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,

@@ -186,7 +186,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 	    (cfg->direct_misses != STRATA_REF_MISS_COPY &&
 	     (cfg->direct_misses < STRATA_REF_MISS_IN_PLACE || cfg->direct_misses > STRATA_REF_MISS_EARLY ||
 	      cfg->mode != STRATA_REF_HISPARSE)) ||
-	    (cfg->attn_tensor_cores != 0 && cfg->attn_tensor_cores != 1))
+	    (cfg->attn_tensor_cores != 0 && cfg->attn_tensor_cores != 1) ||
+	    cfg->early_slack < 0 || cfg->early_slack > 1024)
 		return -EINVAL;
 	int err = strata_model_validate(&cfg->model);
 	if (err)

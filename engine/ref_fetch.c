@@ -16,6 +16,7 @@
  * the host tier, which is what makes the outputs bit-identical to ALL_RESIDENT.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,22 @@ int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * R * K, (void **)&L->d_src);
 	if (!err && e->cfg.mode == STRATA_REF_HISPARSE && e->cfg.direct_misses && L->w.ratio == 4)
 		err = strata_event_create(e->dev, &L->ev_attn);
+	if (!err && e->cfg.mode == STRATA_REF_HISPARSE &&
+	    e->cfg.direct_misses == STRATA_REF_MISS_EARLY && L->w.ratio == 4) {
+		/* +inf: no last selection yet, so the first step stages nothing */
+		size_t n = (size_t)2 * R * K;
+		float *inf = malloc(sizeof *inf * n);
+		if (!inf)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			inf[i] = INFINITY;
+		err = strata_dev_alloc(e->dev, sizeof *inf * n, (void **)&L->d_osc);
+		if (!err)
+			err = strata_dev_copy(e->dev, L->d_osc, inf, sizeof *inf * n, NULL);
+		if (!err)
+			err = strata_dev_sync(e->dev);
+		free(inf);
+	}
 	return err;
 }
 
@@ -85,6 +102,8 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L)
 {
 	strata_dev_free(e->dev, L->d_row_rl);
 	strata_dev_free(e->dev, L->d_src);
+	strata_dev_free(e->dev, L->d_osc);
+	L->d_osc = NULL;
 	strata_event_destroy(e->dev, L->ev_attn);
 	L->ev_attn = NULL;
 }
@@ -248,12 +267,10 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 					      .map = e->hc_map, .row_map = L->d_row_rl,
 					      .map_stride = e->hc_stride, .host = L->c4,
 					      .host_B = 64, .stage = e->miss_stage, .stage_B = 64 };
-		if (e->pre) { /* EARLY: take what the early staging copied */
+		if (e->pre) { /* EARLY: take what the early staging has published by now */
 			mp.stage_map = e->d_stage_map;
 			mp.epoch = e->pre_epoch;
 			mp.miss_counts = e->d_miss_counts;
-			if ((err = strata_stream_wait_event(e->dev, NULL, e->ev_pre)))
-				return err;
 		}
 		if ((err = strata_hotcache_host_fence(e->hc, NULL)))
 			return err;
@@ -273,19 +290,26 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_param
 	if (!e->pre)
 		return 0;
 	const int R = e->cfg.n_req, K = e->m.index_topk;
+	/* the indexer writes this step's scores into one half, we read the last's */
+	const float *last = L->d_osc + (size_t)((e->n_steps + 1) % 2) * R * K;
 	strata_attn_prestage_params pp = {
 		.n_rows = R, .topk = K, .max_limit = ip->max_limit, .row_limit = ip->row_limit,
+		.last_scores = last, .slack = e->cfg.early_slack ? e->cfg.early_slack : 6,
 		.map = e->hc_map, .row_map = L->d_row_rl, .map_stride = e->hc_stride,
 		.row_base = e->d_rowbase, .host = L->c4, .host_B = 64,
 		.stage = e->miss_stage, .stage_B = 64, .stage_first = (int64_t)R * K, .cap = 2 * K,
 		.stage_map = e->d_stage_map, .epoch = ++e->pre_epoch,
 		.scratch = e->d_pre_scratch, .scratch_bytes = e->pre_scratch_bytes,
 		.n_staged = e->d_miss_counts + 2 };
-	/* the scores are written once ev_scan has passed; the map row's writers are the
-	 * appends (before the scan on the compute stream), this step's admission of the
-	 * layer (after its attention, which waits for ev_pre) and the last step's
-	 * (joined at that step's end); an appended entry without a hot slot must have
-	 * been written back before it is copied */
+	/* The scores are written once ev_scan has passed. Nothing waits for this call
+	 * but the step's end: the index map takes what is published by the time it runs.
+	 * The map row's writers are the appends (before the scan on the compute stream),
+	 * the last step's admission (joined at that step's end) and this step's, which
+	 * may overlap a late call here: a hit read as a miss or the reverse only changes
+	 * what is staged, never the bytes (the host tier's). An appended entry without a
+	 * hot slot must have been written back before it is copied. Stage entries,
+	 * stage_map and scratch are reused only by the next layer's call, after this one
+	 * on e->pre. */
 	int err = strata_k_indexer_scores(e->dev, ip, &pp.scores, &pp.score_stride);
 	if (!err)
 		err = strata_stream_wait_event(e->dev, e->pre, e->ev_scan);

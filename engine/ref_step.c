@@ -254,7 +254,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 			.req_rows = e->d_rowreq,
 			.row_limit = e->d_rowlim, .pages = L->pages, .page_table = e->d_pt,
 			.max_pages = e->nblk, .B = 64, .out_ids = L->d_ids, .scratch = e->d_scratch,
-			.scratch_bytes = e->scratch_bytes, .after_scan = e->ev_scan };
+			.scratch_bytes = e->scratch_bytes, .after_scan = e->ev_scan,
+			.out_scores = L->d_osc ? L->d_osc + (size_t)(e->n_steps % 2) * R * K : NULL };
 		if ((err = strata_k_indexer(e->dev, &ip, NULL)) ||
 		    (err = ref_fetch_early(e, L, &ip)))
 			return err;
@@ -304,6 +305,8 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 		err = attend(e, &e->lay[l], n128);
 	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))
 		err = strata_stream_wait_event(e->dev, NULL, e->ev_side);
+	if (!err && e->pre) /* the last early staging (EARLY) */
+		err = strata_stream_wait_event(e->dev, NULL, e->ev_pre);
 	if (!err)
 		err = strata_event_record(e->dev, e->ev1, NULL);
 	e->st.last_launch_ns = strata_now_ns() - t0;

@@ -903,9 +903,12 @@ __global__ void map_kernel(strata_attn_map_params p)
 			} else if (p.map) {
 				const int32_t v =
 					id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
-				const uint64_t sv = v < 0 && p.stage_map && id < p.map_stride
-							    ? p.stage_map[r * p.map_stride + id]
-							    : 0;
+				/* volatile: early staging may publish while this runs */
+				const uint64_t sv =
+					v < 0 && p.stage_map && id < p.map_stride
+						? *reinterpret_cast<const volatile unsigned long long *>(
+							  p.stage_map + r * p.map_stride + id)
+						: 0;
 				if (v >= 0) {
 					p.out[i] = v;
 				} else if (p.stage_map && sv >> 24 == p.epoch) {

@@ -528,9 +528,10 @@ typedef struct strata_attn_map_params {
 	int host_B;
 	uint8_t *stage;
 	int stage_B;
-	/* Early-staged misses (with stage; from strata_k_attn_prestage): a miss whose
-	 * stage_map[r * map_stride + id] carries this epoch (value >> 24 == epoch) is
-	 * already in stage entry (value & 0xffffff): out = -2 - that entry, no copy. */
+	/* Early-staged misses (with stage; from strata_k_attn_prestage, which may still
+	 * be running): a miss whose stage_map[r * map_stride + id] is published with this
+	 * epoch (value >> 24 == epoch) is already in stage entry (value & 0xffffff):
+	 * out = -2 - that entry, no copy. */
 	const uint64_t *stage_map;
 	uint64_t epoch;
 	/* Or NULL: [0] += misses taken from early staging, [1] += misses this call
@@ -545,21 +546,27 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p);
  * moved off the critical path). From the scores an indexer call left in its scratch
  * (strata_k_indexer_scores; start it on another stream after the indexer's
  * after_scan event), per row:
- *   1. a 2048-bucket histogram of the scores (strata_k_prestage_bucket: monotone) and
- *      b*, the bucket holding the topk-th highest score; a row with limit <= topk
- *      takes every entry;
- *   2. every entry j < limit with bucket >= b* (a superset of the row's top-k) that is
- *      not resident (map[row_map[r] * map_stride + j] < 0) is copied from host entry
- *      row_base[r] + j into one of the row's cap slots, stage entries
- *      stage_first + r * cap + [0, cap), and stage_map[r * map_stride + j] gets
- *      epoch << 24 | entry.
- * Which misses win the slots when there are more than cap is unspecified (GPU: the
- * order CTAs run in); the index map copies the rest itself. Every stage entry must be
- * below 2^24 and the epoch below 2^40, new for each call that shares a stage_map (it
- * starts all zero, so the first epoch is 1). The scratch
+ *   - the threshold t = the lowest of last_scores[r], the row's last selection in this
+ *     layer (the indexer's out_scores of its previous call): where the top-k most
+ *     likely ends now;
+ *   - every entry j < limit whose score is at least t lowered by slack / 32 of a
+ *     power of two (every j < limit when limit <= topk) that is not resident (map[row_map[r] * map_stride + j] < 0) is
+ *     copied from host entry row_base[r] + j into one of the row's cap slots, stage
+ *     entries stage_first + r * cap + [0, cap), and then published:
+ *     stage_map[r * map_stride + j] = epoch << 24 | entry.
+ * Publication follows the bytes (a device-scope fence between), so the index map may
+ * run while this is still copying: it takes a copy whose word it finds published
+ * with its epoch and copies the others itself. Nothing needs to wait for this call;
+ * it only has to end before the stage entries, stage_map or scratch are used by the
+ * next call. The staged set is a guess: entries of the top-k below t - slack, and
+ * misses beyond cap (which ones win is unspecified on the GPU), are left to the map.
+ * A threshold of +inf (no last selection) stages nothing but rows with
+ * limit <= topk. Precisely, j is taken when ord(score) + slack * 2^18 >= ord(t), ord
+ * the order-preserving map of a float to uint32 (+0 and -0 equal).
+ * Every stage entry must be below 2^24 and the epoch below 2^40, new for each call
+ * that shares a stage_map (it starts all zero, so the first epoch is 1). The scratch
  * (strata_k_attn_prestage_scratch bytes) is zero before the first call and left zero
- * by each. Nothing reads the scores' indexer scratch but this, and nothing on the
- * host synchronises. */
+ * by each. */
 typedef struct strata_attn_prestage_params {
 	int n_rows;
 	int topk;
@@ -567,6 +574,8 @@ typedef struct strata_attn_prestage_params {
 	const int32_t *row_limit; /* [n_rows] the indexer's (clamped to [0, max_limit]) */
 	const float *scores;      /* scores[r * score_stride + j] */
 	size_t score_stride;
+	const float *last_scores; /* [n_rows][topk] */
+	int slack;                /* 0 .. 1024: 1/32 powers of two below that lowest */
 	const int32_t *map;       /* residency, as strata_attn_map_params */
 	const int32_t *row_map;
 	int map_stride;           /* entries j >= map_stride are left to the map */
@@ -584,12 +593,6 @@ typedef struct strata_attn_prestage_params {
 	unsigned long long *n_staged; /* or NULL: += entries copied */
 } strata_attn_prestage_params;
 
-#define STRATA_PRESTAGE_BUCKETS 2048
-/* The bucket of a score, monotone non-decreasing (-0 and +0 equal): 32 steps per
- * power of two of the magnitude over [2^-15, 2^17) (smaller magnitudes share the
- * steps nearest zero, larger ones the outermost), positive scores 1024 and up,
- * negative ones 1024 and down; integer arithmetic only, so both backends agree. */
-uint32_t strata_k_prestage_bucket(float s);
 size_t strata_k_attn_prestage_scratch(int n_rows);
 int strata_k_attn_prestage(strata_dev *dev, const strata_attn_prestage_params *p,
 			   strata_stream *s);

@@ -1,19 +1,13 @@
 /*
  * Early staging of a layer's misses (strata_k_attn_prestage, kernels.h): the CPU twin,
- * which is the specification, and the dispatcher. The GPU kernels in prestage.cu do
- * the same per row with many CTAs: a histogram pass, then a pass that finds b* and
- * stages the misses of buckets >= b*.
+ * which is the specification, and the dispatcher. The GPU kernel in prestage.cu does
+ * the same per row with many CTAs, in whatever order they run.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/prestage_int.h"
-
-uint32_t strata_k_prestage_bucket(float s)
-{
-	return pre_bucket(s);
-}
 
 size_t strata_k_attn_prestage_scratch(int n_rows)
 {
@@ -22,15 +16,18 @@ size_t strata_k_attn_prestage_scratch(int n_rows)
 
 int pre_check(const strata_attn_prestage_params *p)
 {
-	if (!p || p->n_rows < 0 || p->topk < 1 || p->max_limit < 0 || p->cap < 0)
+	if (!p || p->n_rows < 0 || p->topk < 1 || p->max_limit < 0 || p->cap < 0 ||
+	    p->slack < 0 || p->slack > PRE_SLACK_MAX)
 		return -EINVAL;
 	if (!p->n_rows)
 		return 0;
-	if (!p->row_limit || !p->scores || !p->map || !p->row_map || p->map_stride < 1 ||
-	    !p->row_base || !p->host || p->host_B < 1 || !p->stage || p->stage_B < 1 ||
-	    !p->stage_map || !p->scratch || p->stage_first < 0 ||
-	    p->scratch_bytes < pre_scratch_bytes(p->n_rows) ||
-	    (p->max_limit > p->topk && p->score_stride < (size_t)p->max_limit))
+	if (!p->row_limit || !p->map || !p->row_map || p->map_stride < 1 || !p->row_base ||
+	    !p->host || p->host_B < 1 || !p->stage || p->stage_B < 1 || !p->stage_map ||
+	    !p->scratch || p->stage_first < 0 ||
+	    p->scratch_bytes < pre_scratch_bytes(p->n_rows))
+		return -EINVAL;
+	if (p->max_limit > p->topk &&
+	    (!p->scores || !p->last_scores || p->score_stride < (size_t)p->max_limit))
 		return -EINVAL;
 	if (p->epoch < 1 || p->epoch >= PRE_EPOCH_LIMIT ||
 	    p->stage_first + (int64_t)p->n_rows * p->cap > PRE_ENTRY_LIMIT)
@@ -51,23 +48,27 @@ int strata_k_attn_prestage_cpu(const strata_attn_prestage_params *p)
 	int err = pre_check(p);
 	if (err || !p->n_rows)
 		return err;
-	uint32_t *hist = p->scratch; /* row 0's bins: the twin needs one row at a time */
 	for (int r = 0; r < p->n_rows; r++) {
 		const int L = pre_row_limit(p, r);
-		const float *sc = p->scores + (size_t)r * p->score_stride;
-		uint32_t bstar = 0;
-		if (L > p->topk) {
-			for (int j = 0; j < L; j++)
-				hist[pre_bucket(sc[j])]++;
-			bstar = pre_cut(hist, (uint32_t)p->topk);
-			memset(hist, 0, sizeof *hist * PRE_BINS);
+		const int all = L <= p->topk;
+		uint32_t lo = 0;
+		if (!all) {
+			const float *ls = p->last_scores + (size_t)r * p->topk;
+			float t = ls[0];
+			for (int k = 1; k < p->topk; k++)
+				t = ls[k] < t ? ls[k] : t;
+			int none;
+			lo = pre_floor(t, p->slack, &none);
+			if (none)
+				continue;
 		}
+		const float *sc = all ? NULL : p->scores + (size_t)r * p->score_stride;
 		const int32_t *map = p->map + (size_t)p->row_map[r] * p->map_stride;
 		uint64_t *sm = p->stage_map + (size_t)r * p->map_stride;
-		int n = 0;
 		const int top = L < p->map_stride ? L : p->map_stride;
+		int n = 0;
 		for (int j = 0; j < top && n < p->cap; j++) {
-			if (map[j] >= 0 || (L > p->topk && pre_bucket(sc[j]) < bstar))
+			if (map[j] >= 0 || (!all && idx_ord32(sc[j]) < lo))
 				continue;
 			const int64_t dst = p->stage_first + (int64_t)r * p->cap + n++;
 			copy_entry(p, (int64_t)p->row_base[r] + j, dst);

@@ -184,10 +184,11 @@ static void modes_identical(strata_ref_inputs in)
 		ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
 		stage_bytes[pi] = sd.hot_bytes;
 		if (paths[pi] == STRATA_REF_MISS_EARLY) {
-			/* the CPU streams run in order, so the early staging always comes in
-			 * time: every miss is taken from it, none copied late */
-			ck_assert_uint_eq(sd.early_misses, sd.misses);
-			ck_assert_uint_eq(sd.late_misses, 0);
+			/* every miss went one way or the other; the early staging (always in
+			 * time on the CPU) took some: its guess, the last step's k-th score,
+			 * cannot cover the first step nor every drift of the top-k */
+			ck_assert_uint_eq(sd.early_misses + sd.late_misses, sd.misses);
+			ck_assert_uint_gt(sd.early_misses, sd.misses / 3);
 		} else {
 			ck_assert_uint_eq(sd.early_misses + sd.late_misses, 0);
 		}
