@@ -28,12 +28,15 @@ static const char *usage =
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
 	"                           [--direct-all] [--rows NAME,..] [--tc] [--early-slack S]\n"
+	"                           [--host-huge]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
 	"and the device budget sets the 'requests that fit' figure (default 120 / 96).\n"
 	"--check: every mode's outputs must be bit-identical (exit 1 otherwise).\n"
 	"--tc: attention on tensor cores (every mode; strata_attn_params.tensor_cores).\n"
+	"--host-huge: the host tier on 2 MiB pages where the system has them (engine.h\n"
+	"host_huge; a note says which pages each point got).\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
@@ -86,11 +89,12 @@ typedef struct point {
 	uint64_t dev_per_req, digest;
 	double fetched_mb;  /* host -> device MB per timed step (selected entries) */
 	double early;       /* EARLY: share of the misses staged while top-k ran, or -1 */
+	int host_mem;       /* strata_host_mem of the C4 host tier */
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int direct, int tc, int slack, int ctx, int batch,
-		     int hot, int uniform, int profile, point *pt)
+		     strata_ref_mode mode, int direct, int tc, int slack, int huge, int ctx,
+		     int batch, int hot, int uniform, int profile, point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	c.model = *m;
@@ -98,6 +102,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.direct_misses = direct;
 	c.attn_tensor_cores = tc;
 	c.early_slack = slack;
+	c.host_huge = huge;
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
 	c.hot_slots = hot;
@@ -145,6 +150,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 				    ? (double)ea / (double)(ea + la)
 				    : -1.0;
 		pt->digest = strata_ref_engine_digest(e);
+		pt->host_mem = st.host_mem;
 		pt->ok = 1;
 	}
 	strata_ref_engine_destroy(e);
@@ -164,7 +170,7 @@ int strata_bench_decode(int argc, char **argv)
 	uint64_t ctxs[8], batches[8];
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
-	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, slack = 0;
+	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, slack = 0, huge = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -187,6 +193,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--tc")) {
 			tc = 1;
+			continue;
+		}
+		if (!strcmp(a, "--host-huge")) {
+			huge = 1;
 			continue;
 		}
 		if (!v) {
@@ -271,12 +281,17 @@ int strata_bench_decode(int argc, char **argv)
 					continue;
 				}
 				err = run_point(dev, &o, &m, (strata_ref_mode)row_mode[mode],
-						row_direct[mode], tc, slack, ctx, batch, hot, uniform, profile,
+						row_direct[mode], tc, slack, huge, ctx, batch, hot, uniform,
+						profile,
 						&pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));
 					pt[mode].ok = 0;
+				} else if (huge && mode) {
+					bench_out_note(out, "%s ctx %d batch %d: host tier on %s pages",
+						       names[mode], ctx, batch,
+						       strata_host_mem_name((strata_host_mem)pt[mode].host_mem));
 				}
 			}
 			for (int mode = 0; mode < NMODES; mode++) {

@@ -92,6 +92,10 @@ typedef struct strata_ref_config {
 				    this many 1/32 powers of two below the layer's last
 				    k-th score (strata_attn_prestage_params.slack,
 				    1..1024); 0: 6 */
+	int host_huge;           /* HISPARSE / SWAPIN: the C4 host tier in tiers/ host
+				    pools (2 MiB pages where the system has them:
+				    hugetlb, else THP; stats.host_mem says which) instead
+				    of one pinned allocation of 4 KiB pages */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \
@@ -124,6 +128,7 @@ typedef struct strata_ref_stats {
 	/* direct_misses EARLY: misses attention took from the early staging, and misses
 	 * the index map still had to copy itself (both 0 in other modes) */
 	uint64_t early_misses, late_misses;
+	int host_mem;              /* strata_host_mem of the C4 host tier (0: plain) */
 } strata_ref_stats;
 
 /* Create an engine on dev (which the caller keeps open until destroy). Allocates every

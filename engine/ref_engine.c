@@ -44,6 +44,23 @@ static int halloc(strata_ref_engine *e, size_t bytes, void *out)
 	return err;
 }
 
+/* The C4 host tier of a layer as a tiers/ host pool of one page: 2 MiB pages where
+ * the system has them (hugetlb, else THP), pinned and mapped. Fewer pages mean fewer
+ * IOMMU translations for the device's scattered reads of single entries. */
+static int huge_alloc(strata_ref_engine *e, ref_lay *L, size_t bytes)
+{
+	strata_pool_config pc = STRATA_POOL_CONFIG_INIT;
+	pc.page_bytes = bytes;
+	pc.capacity_pages = 1;
+	int err = strata_host_pool_create(e->dev, &pc, &L->c4_pool);
+	if (err)
+		return err;
+	L->c4 = strata_host_pool_base(L->c4_pool);
+	e->st.host_bytes += bytes;
+	e->st.host_mem = (int)strata_host_pool_mem(L->c4_pool);
+	return 0;
+}
+
 static int layer_alloc(strata_ref_engine *e, int l)
 {
 	ref_lay *L = &e->lay[l];
@@ -91,6 +108,8 @@ static int layer_alloc(strata_ref_engine *e, int l)
 	e->st.c4_main_bytes += c4;
 	if (e->cfg.mode == STRATA_REF_ALL_RESIDENT)
 		err = dalloc(e, c4, &L->c4, dev_acct);
+	else if (e->cfg.host_huge)
+		err = huge_alloc(e, L, c4);
 	else
 		err = halloc(e, c4, &L->c4);
 	if (err)
@@ -122,8 +141,11 @@ static void layer_free(strata_ref_engine *e, ref_lay *L)
 	strata_dev_free(e->dev, L->pages);
 	if (e->cfg.mode == STRATA_REF_ALL_RESIDENT)
 		strata_dev_free(e->dev, L->c4);
+	else if (L->c4_pool)
+		strata_host_pool_destroy(L->c4_pool);
 	else
 		strata_dev_host_free(e->dev, L->c4);
+	L->c4_pool = NULL;
 	strata_dev_free(e->dev, L->d_iq);
 	strata_dev_free(e->dev, L->d_iw);
 	strata_dev_free(e->dev, L->d_ids);
@@ -187,7 +209,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 	     (cfg->direct_misses < STRATA_REF_MISS_IN_PLACE || cfg->direct_misses > STRATA_REF_MISS_EARLY ||
 	      cfg->mode != STRATA_REF_HISPARSE)) ||
 	    (cfg->attn_tensor_cores != 0 && cfg->attn_tensor_cores != 1) ||
-	    cfg->early_slack < 0 || cfg->early_slack > 1024)
+	    cfg->early_slack < 0 || cfg->early_slack > 1024 ||
+	    (cfg->host_huge != 0 && cfg->host_huge != 1))
 		return -EINVAL;
 	int err = strata_model_validate(&cfg->model);
 	if (err)

@@ -124,13 +124,16 @@ START_TEST(hadamard_and_rope)
 }
 END_TEST
 
+#define HOST_HUGE 0x100 /* make_direct: direct | HOST_HUGE sets host_huge */
+
 static strata_ref_engine *make_direct(strata_dev *d, strata_ref_mode mode, int direct, int n_req,
 				      int hot, uint64_t seed, strata_ref_inputs in)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	ck_assert_int_eq(strata_model_preset("tiny", &c.model), 0);
 	c.mode = mode;
-	c.direct_misses = direct;
+	c.direct_misses = direct & ~HOST_HUGE;
+	c.host_huge = !!(direct & HOST_HUGE);
 	c.n_req = n_req;
 	c.max_ctx = 2048;
 	c.hot_slots = hot;
@@ -170,9 +173,10 @@ static void modes_identical(strata_ref_inputs in)
 	/* misses read in place, staged, AUTO (the CPU plan has one head group: in
 	 * place) and EARLY, admitted after attention */
 	static const int paths[] = { STRATA_REF_MISS_IN_PLACE, STRATA_REF_MISS_STAGED,
-				     STRATA_REF_MISS_AUTO, STRATA_REF_MISS_EARLY };
-	uint64_t stage_bytes[4];
-	for (int pi = 0; pi < 4; pi++) {
+				     STRATA_REF_MISS_AUTO, STRATA_REF_MISS_EARLY,
+				     STRATA_REF_MISS_AUTO | HOST_HUGE };
+	uint64_t stage_bytes[5], host_b[5];
+	for (int pi = 0; pi < 5; pi++) {
 		strata_ref_engine *dm =
 			make_direct(d, STRATA_REF_HISPARSE, paths[pi], R, topk + 16, 11, in);
 		run(dm, R, STEPS);
@@ -183,6 +187,7 @@ static void modes_identical(strata_ref_inputs in)
 		ck_assert_uint_gt(sd.misses, 0); /* entries really came from the host tier */
 		ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
 		stage_bytes[pi] = sd.hot_bytes;
+		host_b[pi] = sd.host_bytes;
 		if (paths[pi] == STRATA_REF_MISS_EARLY) {
 			/* every miss went one way or the other; the early staging (always in
 			 * time on the CPU) took some: its guess, the last step's k-th score,
@@ -198,6 +203,9 @@ static void modes_identical(strata_ref_inputs in)
 	ck_assert_uint_eq(stage_bytes[1] - stage_bytes[0],
 			  (uint64_t)((R * topk + 63) / 64) * strata_main_block_stride(64));
 	ck_assert_uint_eq(stage_bytes[2], stage_bytes[0]);
+	/* the host tier in tiers/ host pools holds the same bytes */
+	ck_assert_uint_eq(host_b[4], host_b[2]);
+	ck_assert_uint_eq(stage_bytes[4], stage_bytes[2]);
 	/* EARLY: three times that (the map's entries, then 2 x topk per request for the
 	 * early copies) */
 	ck_assert_uint_eq(stage_bytes[3] - stage_bytes[0],

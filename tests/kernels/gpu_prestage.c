@@ -1,0 +1,474 @@
+/* Early staging on the GPU against the CPU twin, with test_prestage.c's cases and
+ * checks (included below, its tests left out): the host tier in pinned mapped memory,
+ * everything else in device memory.
+ *   - prestage: the checks of pc_check (every mark a non-resident candidate below the
+ *     limit, in the row's slots, each entry once, holding the host bytes, nothing
+ *     else written); with a large enough cap the SET of marks per row equals the
+ *     twin's (slot order may differ), with a small one exactly cap per row; the
+ *     scratch is zero after every call (a second call reuses it unzeroed), and
+ *     n_staged grows by the marks made.
+ *   - map with stage_map: word for word the CPU map's output on the same inputs (the
+ *     GPU's marks), same stage bytes and miss counts; against the all-CPU pipeline
+ *     the same list up to the numbering of early-staged entries.
+ *   - indexer with after_scan: the same ids as without; its scores (the
+ *     strata_k_indexer_scores view) within test_indexer's tolerance of the twin's and
+ *     ranking its own selection on top; early staging from them (threshold: the
+ *     previous call's out_scores) on a second stream, ordered by events, leaves the
+ *     map no miss to copy. */
+#define PRESTAGE_HELPERS_ONLY
+#include "test_prestage.c"
+
+static strata_dev *dev;
+
+static void *to_dev(const void *h, size_t n)
+{
+	void *d = NULL;
+	ck_assert_int_eq(strata_dev_alloc(dev, n ? n : 1, &d), 0);
+	if (h && n)
+		ck_assert_int_eq(strata_dev_copy(dev, d, h, n, NULL), 0);
+	return d;
+}
+
+static void from_dev(void *h, const void *d, size_t n)
+{
+	ck_assert_int_eq(strata_dev_copy(dev, h, d, n, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+}
+
+/* A case's inputs on the device, taken before any call changes c's stage or stage_map;
+ * dscores, dlast: device scores and last_scores to use instead of c's (the indexer's). */
+typedef struct gcase {
+	strata_attn_prestage_params g;
+	void *scores, *last; /* ours to free, or NULL */
+} gcase;
+
+static void g_make(gcase *d, const pc *c, const float *dscores, const float *dlast)
+{
+	const strata_attn_prestage_params *p = &c->p;
+	const int R = p->n_rows;
+	d->g = *p;
+	d->scores = dscores ? NULL : to_dev(p->scores, sizeof(float) * R * p->score_stride);
+	d->g.scores = dscores ? dscores : d->scores;
+	d->last = dlast ? NULL : to_dev(p->last_scores, sizeof(float) * R * p->topk);
+	d->g.last_scores = dlast ? dlast : d->last;
+	d->g.row_limit = to_dev(c->limit, sizeof(int32_t) * R);
+	d->g.row_map = to_dev(c->row_map, sizeof(int32_t) * R);
+	d->g.row_base = to_dev(c->row_base, sizeof(int32_t) * R);
+	d->g.map = to_dev(c->map, sizeof(int32_t) * c->f.n_maps * p->map_stride);
+	uint8_t *pinned = NULL;
+	ck_assert_int_eq(strata_dev_host_alloc(dev, c->host_bytes, (void **)&pinned), 0);
+	memcpy(pinned, c->host, c->host_bytes);
+	d->g.host = pinned;
+	d->g.stage = to_dev(c->stage, c->stage_bytes);
+	d->g.stage_map = to_dev(p->stage_map, sizeof(uint64_t) * R * p->map_stride);
+	d->g.scratch = to_dev(NULL, p->scratch_bytes); /* zero once; each call leaves it zero */
+	ck_assert_int_eq(strata_dev_memset(dev, d->g.scratch, 0, p->scratch_bytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0); /* streams are non-blocking */
+}
+
+static void g_free(gcase *d)
+{
+	strata_dev_free(dev, d->scores);
+	strata_dev_free(dev, d->last);
+	strata_dev_free(dev, (void *)d->g.row_limit);
+	strata_dev_free(dev, (void *)d->g.row_map);
+	strata_dev_free(dev, (void *)d->g.row_base);
+	strata_dev_free(dev, (void *)d->g.map);
+	strata_dev_host_free(dev, (void *)d->g.host);
+	strata_dev_free(dev, d->g.stage);
+	strata_dev_free(dev, d->g.stage_map);
+	strata_dev_free(dev, d->g.scratch);
+}
+
+/* One GPU prestage call with epoch on stream s; gsm / gst receive the device's
+ * stage_map and stage afterwards, and the scratch must be zero again. Returns what it
+ * added to n_staged. */
+static long g_prestage(const pc *c, gcase *d, uint64_t epoch, strata_stream *s, uint64_t *gsm,
+		       uint8_t *gst)
+{
+	unsigned long long *dn = to_dev(NULL, sizeof *dn), staged = 0;
+	ck_assert_int_eq(strata_dev_memset(dev, dn, 0, sizeof *dn, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	d->g.epoch = epoch;
+	d->g.n_staged = dn;
+	ck_assert_int_eq(strata_k_attn_prestage(dev, &d->g, s), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, s), 0);
+	d->g.n_staged = NULL;
+	from_dev(&staged, dn, sizeof staged);
+	strata_dev_free(dev, dn);
+	from_dev(gsm, d->g.stage_map, sizeof(uint64_t) * c->p.n_rows * c->p.map_stride);
+	from_dev(gst, d->g.stage, c->stage_bytes);
+	uint8_t *scr = malloc(c->p.scratch_bytes);
+	from_dev(scr, d->g.scratch, c->p.scratch_bytes);
+	check_zero(scr, c->p.scratch_bytes);
+	free(scr);
+	return (long)staged;
+}
+
+/* The GPU map over ids (host; dids: the same on the device, or NULL to upload them)
+ * with the device's marks, on stream s, against the CPU map on the same inputs (gsm,
+ * gst: host copies of the device's stage_map and stage). The list positions' entries
+ * are poisoned on both sides first. Leaves gst equal to the device stage afterwards;
+ * gout gets the GPU list, cnt map_check's counts. */
+static void g_map(pc *c, gcase *d, const int32_t *ids, const int32_t *dids, int W,
+		  uint64_t epoch, strata_stream *s, uint64_t *gsm, uint8_t *gst, int32_t *gout,
+		  long cnt[3])
+{
+	const int R = c->p.n_rows;
+	const size_t nl = (size_t)R * W;
+	for (size_t i = 0; i < nl; i++) {
+		memset((uint8_t *)attn_entry_data(gst, c->p.stage_B, (int64_t)i), 0xee, 576);
+		memset((uint8_t *)attn_entry_scales(gst, c->p.stage_B, (int64_t)i), 0xee, 8);
+	}
+	ck_assert_int_eq(strata_dev_copy(dev, d->g.stage, gst, c->stage_bytes, NULL), 0);
+	void *up = dids ? NULL : to_dev(ids, sizeof(int32_t) * nl);
+	int32_t *dout = to_dev(NULL, sizeof(int32_t) * nl);
+	unsigned long long *dmc = to_dev(NULL, 2 * sizeof(unsigned long long)), mc[2];
+	ck_assert_int_eq(strata_dev_memset(dev, dmc, 0, sizeof mc, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	strata_attn_map_params mp = { .n_rows = R, .width = W, .ids = dids ? dids : up,
+				      .row_base = d->g.row_base, .out = dout, .map = d->g.map,
+				      .row_map = d->g.row_map, .map_stride = c->p.map_stride,
+				      .host = d->g.host, .host_B = c->p.host_B, .stage = d->g.stage,
+				      .stage_B = c->p.stage_B, .stage_map = d->g.stage_map,
+				      .epoch = epoch, .miss_counts = dmc };
+	ck_assert_int_eq(strata_k_attn_map(dev, &mp, s), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, s), 0);
+	uint8_t *after = malloc(c->stage_bytes);
+	from_dev(gout, dout, sizeof(int32_t) * nl);
+	from_dev(after, d->g.stage, c->stage_bytes);
+	from_dev(mc, dmc, sizeof mc);
+	/* the CPU map on the GPU's marks: c's stage and stage_map swapped for the copies */
+	uint8_t *keep = c->stage;
+	uint64_t *keep_sm = c->p.stage_map;
+	c->stage = c->p.stage = gst;
+	c->p.stage_map = gsm;
+	int32_t *cout = malloc(sizeof(int32_t) * nl);
+	map_check(c, ids, W, epoch, cout, cnt);
+	c->stage = c->p.stage = keep;
+	c->p.stage_map = keep_sm;
+	ck_assert_mem_eq(gout, cout, sizeof(int32_t) * nl);
+	ck_assert_msg(!memcmp(after, gst, c->stage_bytes), "GPU map's stage differs from the CPU's");
+	ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]);
+	ck_assert_uint_eq(mc[1], (unsigned long long)cnt[2]);
+	strata_dev_free(dev, up);
+	strata_dev_free(dev, dout);
+	strata_dev_free(dev, dmc);
+	free(after);
+	free(cout);
+}
+
+/* Lists of the GPU pipeline and the CPU one agree except where both name an
+ * early-staged entry (at or past stage_first; the slot order may differ). */
+static void same_up_to_entries(const pc *c, const int32_t *a, const int32_t *b, size_t n)
+{
+	const int32_t early = -2 - (int32_t)c->p.stage_first; /* out <= early: a staged slot */
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(a[i] == b[i] || (a[i] <= early && b[i] <= early),
+			      "position %zu: gpu %d cpu %d", i, a[i], b[i]);
+}
+
+/* The whole comparison for one case: GPU prestage with epoch e (above the stale marks
+ * pc_stage left; then again with e + 1 on the same scratch), the twin, and the maps of
+ * both pipelines over each row's top-k. */
+static void run_gpu_case(pc *c, int full, uint64_t e)
+{
+	const int R = c->p.n_rows, W = c->p.topk;
+	const size_t nw = (size_t)R * c->p.map_stride, nl = (size_t)R * W;
+	gcase d;
+	g_make(&d, c, NULL, NULL);
+	uint64_t *sm0 = malloc(sizeof(uint64_t) * nw), *gsm = malloc(sizeof(uint64_t) * nw);
+	uint64_t *gsm2 = malloc(sizeof(uint64_t) * nw);
+	uint8_t *st0 = malloc(c->stage_bytes), *gst = malloc(c->stage_bytes);
+	uint8_t *gst2 = malloc(c->stage_bytes);
+	memcpy(sm0, c->p.stage_map, sizeof(uint64_t) * nw);
+	memcpy(st0, c->stage, c->stage_bytes);
+	const long staged = g_prestage(c, &d, e, NULL, gsm, gst);
+	long ng = pc_check(c, gsm, gst, sm0, st0, e, full);
+	ck_assert_int_eq(staged, ng);
+	long nc = pc_run(c, e, full);
+	ck_assert_int_eq(ng, nc);
+	if (full) /* the same set of marked ids, row by row */
+		for (size_t w = 0; w < nw; w++)
+			ck_assert_msg((gsm[w] >> 24 == e) == (c->p.stage_map[w] >> 24 == e),
+				      "row %zu id %zu: gpu and twin disagree", w / c->p.map_stride,
+				      w % c->p.map_stride);
+	int32_t *ids = topk_lists(c), *cout = malloc(sizeof(int32_t) * nl);
+	int32_t *gout = malloc(sizeof(int32_t) * nl);
+	long ccnt[3], gcnt[3];
+	map_check(c, ids, W, e, cout, ccnt);
+	g_map(c, &d, ids, NULL, W, e, NULL, gsm, gst, gout, gcnt);
+	if (full) {
+		same_up_to_entries(c, gout, cout, nl);
+		ck_assert(gcnt[0] == ccnt[0] && gcnt[1] == ccnt[1] && gcnt[2] == ccnt[2]);
+	}
+	/* again with epoch e + 1, scratch not re-zeroed: the same marks renewed */
+	ck_assert_int_eq(g_prestage(c, &d, e + 1, NULL, gsm2, gst2), ng);
+	ck_assert_int_eq(pc_check(c, gsm2, gst2, gsm, gst, e + 1, full), ng);
+	free(sm0); free(gsm); free(gsm2); free(st0); free(gst); free(gst2);
+	free(ids); free(cout); free(gout);
+	g_free(&d);
+}
+
+START_TEST(random_rows_full_cap)
+{
+	int lim[11] = { 0, 1, 511, 512, 513, 4097, 20000, 3001, 2999, 1500, 2500 };
+	int mode[11] = { 0, 0, 0, 0, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_EQUAL, M_ZERO, M_NEG };
+	int lim8[8] = { 0, 1, 7, 8, 9, 100, 5000, 4099 };
+	int mode8[8] = { M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_WIDE, M_WIDE };
+	/* test_prestage.c's two cases, then the topk-8 one with no last selection (+inf:
+	 * only rows within topk stage) */
+	pcfg cfgs[3] = { { 11, 512, 20000, 4, 400, 64, 64, 0, lim, mode, 11, 6, LS_EXACT },
+			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 12, 16, LS_EXACT },
+			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 14, 16, LS_NONE } };
+	for (int t = 0; t < 3; t++) {
+		pc c;
+		pc_make(&c, &cfgs[t]);
+		if (t == 1)
+			force_beyond(&c);
+		uint64_t rng = 100 + t;
+		pc_stage(&c, -1, 5, &rng);
+		run_gpu_case(&c, 1, 5);
+		pc_free(&c);
+	}
+}
+END_TEST
+
+/* 30 rows up to 60,000 entries: fewer CTAs per row than chunks (the loop over chunks),
+ * rows of one chunk beside rows of fifteen. */
+START_TEST(many_rows_long_limits)
+{
+	int lim[30], mode[30];
+	uint64_t rng = 7;
+	for (int r = 0; r < 30; r++) {
+		lim[r] = r == 0 ? 60000 : r == 1 ? 8000 : (int)(tu_next(&rng) % 60000);
+		mode[r] = r == 1 ? M_CLUSTER : M_WIDE;
+	}
+	pcfg f = { 30, 512, 60000, 2, 500, 64, 64, 0, lim, mode, 13, 6, LS_JITTER };
+	pc c;
+	pc_make(&c, &f);
+	pc_stage(&c, -1, 3, &rng);
+	run_gpu_case(&c, 1, 3);
+	pc_free(&c);
+}
+END_TEST
+
+/* Cap 100, fewer than any row's candidates: exactly 100 marks a row on the GPU too. */
+START_TEST(small_cap)
+{
+	int lim[6] = { 513, 4097, 20000, 3001, 300, 1024 };
+	int mode[6] = { M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_WIDE, M_EQUAL };
+	pcfg f = { 6, 512, 20000, 2, 500, 64, 64, 0, lim, mode, 21, 6, LS_JITTER };
+	pc c;
+	pc_make(&c, &f);
+	uint64_t rng = 22;
+	pc_stage(&c, 100, 0, &rng);
+	ck_assert_int_gt(c.need, 100);
+	run_gpu_case(&c, 0, 1);
+	pc_free(&c);
+}
+END_TEST
+
+/* Indexer with after_scan, then prestage on a second stream after that event and the
+ * map after the prestage (events both ways), as the engine orders them. */
+START_TEST(indexer_after_scan_end_to_end)
+{
+	int rows_of[2] = { 2, 2 }, lim[4] = { 3000, 700, 400, 1500 };
+	td t;
+	td_make(&t, STRATA_INDEX_FP8, 8, 512, 2, rows_of, lim, 64, 71, TD_MIXED_W);
+	strata_indexer_params p = t.p;
+	const size_t n = 4 * 512;
+	p.pages = to_dev(t.pages, (size_t)t.n_pages * 64 * strata_index_entry_bytes(p.fmt));
+	p.page_table = to_dev(t.pt, sizeof(int32_t) * 2 * p.max_pages);
+	p.q = to_dev(t.q, sizeof(uint16_t) * 4 * 8 * 128);
+	p.w = to_dev(t.w, sizeof(float) * 4 * 8);
+	p.req_rows = to_dev(t.req_rows, sizeof(int32_t) * 3);
+	p.row_limit = to_dev(t.limits, sizeof(int32_t) * 4);
+	p.out_ids = to_dev(NULL, sizeof(int32_t) * n);
+	p.out_scores = to_dev(NULL, sizeof(float) * n);
+	p.scratch_bytes = strata_k_indexer_scratch(dev, &p);
+	p.scratch = to_dev(NULL, p.scratch_bytes);
+	ck_assert_int_eq(strata_dev_memset(dev, p.scratch, 0, p.scratch_bytes, NULL), 0);
+	int32_t *ids0 = malloc(sizeof(int32_t) * n), *ids1 = malloc(sizeof(int32_t) * n);
+	float *gsc = malloc(sizeof(float) * n);
+	ck_assert_int_eq(strata_k_indexer(dev, &p, NULL), 0);
+	from_dev(ids0, p.out_ids, sizeof(int32_t) * n);
+
+	/* the CPU twin's scores and the reference */
+	td tc;
+	td_make(&tc, STRATA_INDEX_FP8, 8, 512, 2, rows_of, lim, 64, 71, TD_MIXED_W);
+	tc.p.scratch_bytes = strata_k_indexer_scratch(NULL, &tc.p);
+	tc.p.scratch = malloc(tc.p.scratch_bytes);
+	ck_assert_int_eq(strata_k_indexer_cpu(&tc.p), 0);
+	const float *csc, *dsc;
+	size_t cstride, gstride;
+	ck_assert_int_eq(strata_k_indexer_scores(NULL, &tc.p, &csc, &cstride), 0);
+	ck_assert_int_eq(strata_k_indexer_scores(dev, &p, &dsc, &gstride), 0);
+	ck_assert_uint_ge(gstride, 3000);
+
+	strata_stream *s1 = NULL, *s2 = NULL;
+	strata_event *scan = NULL, *staged = NULL;
+	ck_assert_int_eq(strata_stream_create(dev, &s1), 0);
+	ck_assert_int_eq(strata_stream_create(dev, &s2), 0);
+	ck_assert_int_eq(strata_event_create(dev, &scan), 0);
+	ck_assert_int_eq(strata_event_create(dev, &staged), 0);
+	p.after_scan = scan;
+	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
+	from_dev(ids1, p.out_ids, sizeof(int32_t) * n);
+	from_dev(gsc, p.out_scores, sizeof(float) * n);
+	ck_assert_mem_eq(ids0, ids1, sizeof(int32_t) * n);
+
+	/* the case around the GPU's scores; last_scores: the previous call's out_scores
+	 * (the same inputs, so the same selection), in a buffer of their own */
+	int mode[4] = { 0, 0, 0, 0 };
+	pcfg pf = { 4, 512, 3000, 2, 450, 64, 64, 0, lim, mode, 72, 0, LS_EXACT };
+	pc c;
+	pc_make(&c, &pf);
+	float *hsc = malloc(sizeof(float) * 4 * gstride);
+	for (size_t i = 0; i < 4 * gstride; i++)
+		hsc[i] = NAN; /* read back for the scored rows only */
+	double *ref = malloc(sizeof(double) * 3000);
+	for (int r = 0; r < 4; r++) {
+		if (lim[r] <= 512)
+			continue;
+		from_dev(hsc + r * gstride, dsc + r * gstride, sizeof(float) * lim[r]);
+		double mag = 0;
+		char why[256] = "";
+		td_ref_scores(&tc, r, ref, &mag);
+		const double tol = TOL_REL * mag + 1e-30;
+		ck_assert_msg(td_check_row(lim[r], 512, ids1 + r * 512, gsc + r * 512, ref, tol, 0, why,
+					   sizeof why) >= 0, "row %d: %s", r, why);
+		const float *g = hsc + r * gstride, *cs = csc + r * cstride;
+		char *in = calloc((size_t)lim[r], 1);
+		int worst = -1; /* the GPU's selection is the top of its own scores */
+		for (int i = 0; i < 512; i++) {
+			int id = ids1[r * 512 + i];
+			in[id] = 1;
+			ck_assert(g[id] == gsc[r * 512 + i]);
+			if (worst < 0 || g[id] < g[worst] || (g[id] == g[worst] && id > worst))
+				worst = id;
+		}
+		for (int j = 0; j < lim[r]; j++) {
+			ck_assert_msg(fabsf(g[j] - cs[j]) <= tol, "row %d id %d: gpu %g cpu %g", r, j,
+				      g[j], cs[j]);
+			if (!in[j])
+				ck_assert(g[j] < g[worst] || (g[j] == g[worst] && j > worst));
+		}
+		free(in);
+	}
+	free(ref);
+	c.p.scores = hsc;
+	c.p.score_stride = gstride;
+	c.p.last_scores = gsc;
+	float *dlast = to_dev(gsc, sizeof(float) * n);
+	uint64_t rng = 73;
+	pc_stage(&c, -1, 0, &rng);
+	gcase d;
+	g_make(&d, &c, dsc, dlast);
+	const size_t nw = (size_t)4 * 3000;
+	uint64_t *sm0 = malloc(sizeof(uint64_t) * nw), *gsm = malloc(sizeof(uint64_t) * nw);
+	uint8_t *st0 = malloc(c.stage_bytes), *gst = malloc(c.stage_bytes);
+	memcpy(sm0, c.p.stage_map, sizeof(uint64_t) * nw);
+	memcpy(st0, c.stage, c.stage_bytes);
+	/* the engine's order: indexer on s1, prestage on s2 after its scan (the scores stay
+	 * while top-k runs), s1 on after the prestage; checked step by step here */
+	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
+	ck_assert_int_eq(strata_stream_wait_event(dev, s2, scan), 0);
+	d.g.epoch = 1;
+	ck_assert_int_eq(strata_k_attn_prestage(dev, &d.g, s2), 0);
+	ck_assert_int_eq(strata_event_record(dev, staged, s2), 0);
+	ck_assert_int_eq(strata_stream_wait_event(dev, s1, staged), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
+	uint8_t *scr = malloc(c.p.scratch_bytes);
+	from_dev(scr, d.g.scratch, c.p.scratch_bytes);
+	check_zero(scr, c.p.scratch_bytes);
+	free(scr);
+	from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
+	from_dev(gst, d.g.stage, c.stage_bytes);
+	ck_assert_int_gt(pc_check(&c, gsm, gst, sm0, st0, 1, 1), 0);
+	int32_t *gout = malloc(sizeof(int32_t) * n);
+	long cnt[3];
+	g_map(&c, &d, ids1, p.out_ids, 512, 1, s1, gsm, gst, gout, cnt);
+	ck_assert_int_gt(cnt[1], 0);
+	ck_assert_int_eq(cnt[2], 0); /* every miss of the selection was staged early */
+
+	/* The same chain with no host synchronisation inside, epoch 2, the scores
+	 * poisoned (NaN) first: only the events keep the prestage after the scan and the
+	 * map after the prestage; the result is the same list up to slot order. */
+	for (int r = 0; r < 4; r++)
+		if (lim[r] > 512)
+			ck_assert_int_eq(strata_dev_memset(dev, (float *)dsc + r * gstride, 0xff,
+							   sizeof(float) * lim[r], NULL), 0);
+	int32_t *dout = to_dev(NULL, sizeof(int32_t) * n), *out2 = malloc(sizeof(int32_t) * n);
+	unsigned long long *dmc = to_dev(NULL, 2 * sizeof(unsigned long long)), mc[2];
+	ck_assert_int_eq(strata_dev_memset(dev, dmc, 0, sizeof mc, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	strata_attn_map_params mp = { .n_rows = 4, .width = 512, .ids = p.out_ids,
+				      .row_base = d.g.row_base, .out = dout, .map = d.g.map,
+				      .row_map = d.g.row_map, .map_stride = 3000, .host = d.g.host,
+				      .host_B = 64, .stage = d.g.stage, .stage_B = 64,
+				      .stage_map = d.g.stage_map, .epoch = 2, .miss_counts = dmc };
+	d.g.epoch = 2;
+	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
+	ck_assert_int_eq(strata_stream_wait_event(dev, s2, scan), 0);
+	ck_assert_int_eq(strata_k_attn_prestage(dev, &d.g, s2), 0);
+	ck_assert_int_eq(strata_event_record(dev, staged, s2), 0);
+	ck_assert_int_eq(strata_stream_wait_event(dev, s1, staged), 0);
+	ck_assert_int_eq(strata_k_attn_map(dev, &mp, s1), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
+	from_dev(out2, dout, sizeof(int32_t) * n);
+	from_dev(mc, dmc, sizeof mc);
+	from_dev(gst, d.g.stage, c.stage_bytes);
+	ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]);
+	ck_assert_uint_eq(mc[1], 0);
+	same_up_to_entries(&c, out2, gout, n);
+	for (size_t i = 0; i < n; i++)
+		if (out2[i] <= -2 - (int32_t)c.p.stage_first)
+			ck_assert(entry_eq(gst, 64, -2 - (int64_t)out2[i], c.host, 64,
+					   c.row_base[i / 512] + ids1[i]));
+	strata_dev_free(dev, dout);
+	strata_dev_free(dev, dmc);
+	free(out2);
+	free(sm0); free(gsm); free(st0); free(gst); free(gout); free(hsc);
+	strata_dev_free(dev, dlast);
+	g_free(&d);
+	pc_free(&c);
+	strata_event_destroy(dev, scan);
+	strata_event_destroy(dev, staged);
+	strata_stream_destroy(dev, s1);
+	strata_stream_destroy(dev, s2);
+	void *dp[] = { (void *)p.pages, (void *)p.page_table, (void *)p.q, (void *)p.w,
+		       (void *)p.req_rows, (void *)p.row_limit, p.out_ids, p.out_scores, p.scratch };
+	for (size_t i = 0; i < sizeof dp / sizeof *dp; i++)
+		strata_dev_free(dev, dp[i]);
+	free(ids0); free(ids1); free(gsc); free(tc.p.scratch);
+	td_free(&t);
+	td_free(&tc);
+}
+END_TEST
+
+int main(void)
+{
+	tu_require_gpu();
+	strata_dev_config cfg = STRATA_DEV_CONFIG_INIT;
+	cfg.backend = STRATA_BACKEND_GPU;
+	if (strata_dev_open(&cfg, &dev))
+		return 1;
+	Suite *s = suite_create("gpu_prestage");
+	TCase *tc = tcase_create("gpu");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, random_rows_full_cap);
+	tcase_add_test(tc, many_rows_long_limits);
+	tcase_add_test(tc, small_cap);
+	tcase_add_test(tc, indexer_after_scan_end_to_end);
+	suite_add_tcase(s, tc);
+	/* No fork: a CUDA context does not survive fork(), and the parent has one. */
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	int rc = srunner_ntests_failed(sr) ? EXIT_FAILURE : EXIT_SUCCESS;
+	srunner_free(sr);
+	strata_dev_close(dev);
+	return rc;
+}
