@@ -28,7 +28,7 @@ static const char *usage =
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
 	"                           [--direct-all] [--rows NAME,..] [--tc] [--early-slack S]\n"
-	"                           [--host-huge]\n"
+	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
@@ -36,7 +36,9 @@ static const char *usage =
 	"--check: every mode's outputs must be bit-identical (exit 1 otherwise).\n"
 	"--tc: attention on tensor cores (every mode; strata_attn_params.tensor_cores).\n"
 	"--host-huge: the host tier on 2 MiB pages where the system has them (engine.h\n"
-	"host_huge; a note says which pages each point got).\n"
+	"host_tier; a note says which pages each point got). --host-on-device: diagnostic,\n"
+	"the host tier in device memory (the bus taken out). --spare-sms: engine.h\n"
+	"attn_spare_sms (every row).\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
@@ -93,7 +95,7 @@ typedef struct point {
 } point;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int direct, int tc, int slack, int huge, int ctx,
+		     strata_ref_mode mode, int direct, int tc, int slack, int host, int spare, int ctx,
 		     int batch, int hot, int uniform, int profile, point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
@@ -102,7 +104,8 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.direct_misses = direct;
 	c.attn_tensor_cores = tc;
 	c.early_slack = slack;
-	c.host_huge = huge;
+	c.host_tier = host;
+	c.attn_spare_sms = spare;
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
 	c.hot_slots = hot;
@@ -170,7 +173,8 @@ int strata_bench_decode(int argc, char **argv)
 	uint64_t ctxs[8], batches[8];
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
-	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, slack = 0, huge = 0;
+	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, slack = 0, host = 0,
+	    spare = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -196,7 +200,11 @@ int strata_bench_decode(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(a, "--host-huge")) {
-			huge = 1;
+			host = STRATA_REF_HOST_HUGE;
+			continue;
+		}
+		if (!strcmp(a, "--host-on-device")) {
+			host = STRATA_REF_HOST_DEVICE;
 			continue;
 		}
 		if (!v) {
@@ -214,6 +222,8 @@ int strata_bench_decode(int argc, char **argv)
 			hot = atoi(v);
 		else if (!strcmp(a, "--early-slack"))
 			slack = atoi(v);
+		else if (!strcmp(a, "--spare-sms"))
+			spare = atoi(v);
 		else if (!strcmp(a, "--rows"))
 			only = v;
 		else if (!strcmp(a, "--device-gib"))
@@ -281,14 +291,14 @@ int strata_bench_decode(int argc, char **argv)
 					continue;
 				}
 				err = run_point(dev, &o, &m, (strata_ref_mode)row_mode[mode],
-						row_direct[mode], tc, slack, huge, ctx, batch, hot, uniform,
+						row_direct[mode], tc, slack, host, spare, ctx, batch, hot, uniform,
 						profile,
 						&pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));
 					pt[mode].ok = 0;
-				} else if (huge && mode) {
+				} else if (host == STRATA_REF_HOST_HUGE && mode) {
 					bench_out_note(out, "%s ctx %d batch %d: host tier on %s pages",
 						       names[mode], ctx, batch,
 						       strata_host_mem_name((strata_host_mem)pt[mode].host_mem));

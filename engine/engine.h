@@ -68,6 +68,17 @@ typedef enum {
 					 only what that had not published by its turn */
 } strata_ref_miss_path;
 
+/* strata_ref_config.host_tier. */
+typedef enum {
+	STRATA_REF_HOST_PINNED = 0, /* one pinned allocation (4 KiB pages) per layer */
+	STRATA_REF_HOST_HUGE = 1,   /* a tiers/ host pool per layer: 2 MiB pages where the
+				       system has them (hugetlb, else THP; stats.host_mem
+				       says which) */
+	STRATA_REF_HOST_DEVICE = 2, /* diagnostic: the "host" tier in device memory. Same
+				       bytes, same kernels and streams, the bus taken out:
+				       what is left of the cost is not the bus's */
+} strata_ref_host_tier;
+
 typedef struct strata_ref_config {
 	size_t size;             /* sizeof(strata_ref_config) */
 	strata_model model;      /* fill with strata_model_preset() */
@@ -92,10 +103,11 @@ typedef struct strata_ref_config {
 				    this many 1/32 powers of two below the layer's last
 				    k-th score (strata_attn_prestage_params.slack,
 				    1..1024); 0: 6 */
-	int host_huge;           /* HISPARSE / SWAPIN: the C4 host tier in tiers/ host
-				    pools (2 MiB pages where the system has them:
-				    hugetlb, else THP; stats.host_mem says which) instead
-				    of one pinned allocation of 4 KiB pages */
+	int host_tier;           /* HISPARSE / SWAPIN: where the C4 host tier lives
+				    (strata_ref_host_tier) */
+	int attn_spare_sms;      /* GPU: SMs attention's split leaves to the side
+				    streams (strata_attn_params.spare_sms), in every mode
+				    alike (the split is part of the arithmetic) */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \

@@ -12,7 +12,7 @@ typedef struct ref_lay {
 	uint8_t *win;       /* device: n_req x 2 blocks of 64 entries */
 	uint8_t *c128;      /* device: n_req x nblk blocks of 2 (ratio 128) */
 	uint8_t *c4;        /* ratio 4: device (ALL_RESIDENT) or pinned host: n_req x nblk blocks */
-	strata_host_pool *c4_pool; /* host_huge: the host pool c4 lives in */
+	strata_host_pool *c4_pool; /* host_tier HUGE: the host pool c4 lives in */
 	uint8_t *pages;     /* device index pages: n_req x nblk pages of 64 keys */
 	float *d_sink, *d_q, *d_out, *d_iw;
 	uint16_t *d_iq;     /* [n_req][index_heads][128] bf16 */

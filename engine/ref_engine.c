@@ -108,8 +108,10 @@ static int layer_alloc(strata_ref_engine *e, int l)
 	e->st.c4_main_bytes += c4;
 	if (e->cfg.mode == STRATA_REF_ALL_RESIDENT)
 		err = dalloc(e, c4, &L->c4, dev_acct);
-	else if (e->cfg.host_huge)
+	else if (e->cfg.host_tier == STRATA_REF_HOST_HUGE)
 		err = huge_alloc(e, L, c4);
+	else if (e->cfg.host_tier == STRATA_REF_HOST_DEVICE)
+		err = dalloc(e, c4, &L->c4, dev_acct);
 	else
 		err = halloc(e, c4, &L->c4);
 	if (err)
@@ -139,7 +141,7 @@ static void layer_free(strata_ref_engine *e, ref_lay *L)
 	strata_dev_free(e->dev, L->d_out);
 	strata_dev_free(e->dev, L->c128);
 	strata_dev_free(e->dev, L->pages);
-	if (e->cfg.mode == STRATA_REF_ALL_RESIDENT)
+	if (e->cfg.mode == STRATA_REF_ALL_RESIDENT || e->cfg.host_tier == STRATA_REF_HOST_DEVICE)
 		strata_dev_free(e->dev, L->c4);
 	else if (L->c4_pool)
 		strata_host_pool_destroy(L->c4_pool);
@@ -210,7 +212,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 	      cfg->mode != STRATA_REF_HISPARSE)) ||
 	    (cfg->attn_tensor_cores != 0 && cfg->attn_tensor_cores != 1) ||
 	    cfg->early_slack < 0 || cfg->early_slack > 1024 ||
-	    (cfg->host_huge != 0 && cfg->host_huge != 1))
+	    cfg->host_tier < STRATA_REF_HOST_PINNED || cfg->host_tier > STRATA_REF_HOST_DEVICE ||
+	    cfg->attn_spare_sms < 0)
 		return -EINVAL;
 	int err = strata_model_validate(&cfg->model);
 	if (err)
@@ -316,7 +319,8 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 		 * same way: HiSparse and all-resident stay bit-identical. */
 		strata_attn_params ap = { .n_rows = R, .heads = e->m.n_heads,
 					  .n_idx = K > e->cap128 ? K : e->cap128, .n_win = 128,
-					  .tensor_cores = cfg->attn_tensor_cores };
+					  .tensor_cores = cfg->attn_tensor_cores,
+					  .spare_sms = cfg->attn_spare_sms };
 		e->attn_scratch_bytes = strata_k_attn_scratch(dev, &ap);
 		if (e->attn_scratch_bytes &&
 		    (err = dalloc(e, e->attn_scratch_bytes, &e->d_attn_scratch, NULL)))

@@ -183,7 +183,8 @@ int ref_fetch_init(strata_ref_engine *e)
 		if (e->cfg.direct_misses == STRATA_REF_MISS_AUTO) {
 			strata_attn_params ap = { .n_rows = R, .heads = e->m.n_heads, .n_idx = K,
 						  .n_win = 128,
-						  .tensor_cores = e->cfg.attn_tensor_cores };
+						  .tensor_cores = e->cfg.attn_tensor_cores,
+						  .spare_sms = e->cfg.attn_spare_sms };
 			int g = strata_k_attn_head_groups(e->dev, &ap);
 			if (g < 0)
 				err = g;

@@ -245,7 +245,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 				 .win_idx = e->d_win_idx, .n_win = 128, .out = L->d_out,
 				 .scratch = e->d_attn_scratch,
 				 .scratch_bytes = e->attn_scratch_bytes,
-				 .tensor_cores = e->cfg.attn_tensor_cores };
+				 .tensor_cores = e->cfg.attn_tensor_cores,
+				 .spare_sms = e->cfg.attn_spare_sms };
 	int err = 0;
 	if (L->w.ratio == 4) {
 		strata_indexer_params ip = {

@@ -1031,7 +1031,8 @@ attn_plan attn_plan_for(const strata_dev *dev, const strata_attn_params *p, bool
 {
 	const int n_tot = p->n_idx + p->n_win;
 	const long tiles = (n_tot + kTile - 1) / kTile;
-	const int sms = attn_sm_count(dev);
+	const int all_sms = attn_sm_count(dev);
+	const int sms = p->spare_sms < all_sms ? all_sms - p->spare_sms : 1;
 	const size_t smem_max =
 		(size_t)attn_dev_attr(dev, cudaDevAttrMaxSharedMemoryPerBlockOptin, 232448);
 	int hg = p->heads <= 16 ? 16 : p->heads <= 32 || tc ? 32 : 64;
@@ -1119,7 +1120,7 @@ extern "C" int strata_k_attn_gpu(strata_dev *dev, const strata_attn_params *p,
 	if (!p || p->n_rows < 0 || p->heads < 1 || p->n_idx < 0 || p->n_win < 0 ||
 	    (p->n_rows && (!p->q || !p->out)) || (p->n_idx && (!p->pool || !p->idx || p->B < 1)) ||
 	    (p->n_win && (!p->win_pool || !p->win_idx || p->win_B < 1)) ||
-	    (p->pool2 && p->B2 < 1))
+	    (p->pool2 && p->B2 < 1) || p->spare_sms < 0)
 		return -EINVAL;
 	/* Entries are copied in 16-byte pieces where the pool allows, 4-byte ones at least. */
 	if ((p->n_idx && ((uintptr_t)p->pool & 3)) || (p->n_win && ((uintptr_t)p->win_pool & 3)) ||

@@ -467,6 +467,12 @@ typedef struct strata_attn_params {
 	void *scratch;            /* device, strata_k_attn_scratch() bytes, or NULL: unsplit */
 	size_t scratch_bytes;
 	int tensor_cores;         /* GPU: 0 = fp32 kernel (default), 1 = bf16 mma (sm_80+) */
+	int spare_sms;            /* GPU: SMs the plan leaves free (>= 0): it picks head
+				   groups and chunks for the SM count less these, so that
+				   work another stream keeps resident there (a CTA that
+				   cannot share an SM with an attention block) holds no
+				   block back. Part of the plan, so of the arithmetic:
+				   calls that must agree bit for bit use one value. */
 } strata_attn_params;
 
 /* Device scratch bytes the split path needs for p's shapes (n_rows, heads, n_idx,

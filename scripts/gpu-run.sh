@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|huge|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -44,6 +44,13 @@ if [ "$mode" = targets ]; then # one pass over the open issues' figures (~8 min)
 	run fetch 120 bench fetch --check --sizes 512,32768
 	run decode_128k 200 bench decode --check --contexts 128K --batches 1,32 --reps 5
 	run decode_1m_b32 240 bench decode --check --contexts 1M --batches 32 --reps 3 --rows hisparse-direct --host-gib 110
+	exit 0
+fi
+if [ "$mode" = diag ]; then # where batch 1 loses: spare SMs for the side streams, the bus taken out
+	for v in "" "--spare-sms 1" "--spare-sms 2" "--host-on-device" "--host-on-device --spare-sms 1"; do
+		run "diag_128k${v// /}" 120 bench decode --check --contexts 128K --batches 1,8 --reps 5 --rows hisparse-direct $v
+	done
+	run diag_1m_spare1 150 bench decode --check --contexts 1M --batches 1 --reps 5 --rows hisparse-direct --spare-sms 1
 	exit 0
 fi
 if [ "$mode" = huge ]; then # the host tier on 2 MiB pages against 4 KiB pages, ~4 min

@@ -124,7 +124,7 @@ START_TEST(hadamard_and_rope)
 }
 END_TEST
 
-#define HOST_HUGE 0x100 /* make_direct: direct | HOST_HUGE sets host_huge */
+#define HOST_HUGE 0x100 /* make_direct: direct | HOST_HUGE: host_tier HUGE */
 
 static strata_ref_engine *make_direct(strata_dev *d, strata_ref_mode mode, int direct, int n_req,
 				      int hot, uint64_t seed, strata_ref_inputs in)
@@ -133,7 +133,7 @@ static strata_ref_engine *make_direct(strata_dev *d, strata_ref_mode mode, int d
 	ck_assert_int_eq(strata_model_preset("tiny", &c.model), 0);
 	c.mode = mode;
 	c.direct_misses = direct & ~HOST_HUGE;
-	c.host_huge = !!(direct & HOST_HUGE);
+	c.host_tier = direct & HOST_HUGE ? STRATA_REF_HOST_HUGE : STRATA_REF_HOST_PINNED;
 	c.n_req = n_req;
 	c.max_ctx = 2048;
 	c.hot_slots = hot;
