@@ -29,6 +29,7 @@ static const char *usage =
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
 	"                           [--direct-all] [--rows NAME,..] [--tc] [--early-slack S]\n"
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
+	"                           [--trace]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
@@ -38,7 +39,8 @@ static const char *usage =
 	"--host-huge: the host tier on 2 MiB pages where the system has them (engine.h\n"
 	"host_tier; a note says which pages each point got). --host-on-device: diagnostic,\n"
 	"the host tier in device memory (the bus taken out). --spare-sms: engine.h\n"
-	"attn_spare_sms (every row).\n"
+	"attn_spare_sms (every row). --trace: device events per layer (engine.h trace),\n"
+	"a note per point with where the step's time goes.\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
@@ -92,11 +94,50 @@ typedef struct point {
 	double fetched_mb;  /* host -> device MB per timed step (selected entries) */
 	double early;       /* EARLY: share of the misses staged while top-k ran, or -1 */
 	int host_mem;       /* strata_host_mem of the C4 host tier */
+	/* --trace, us, means over the timed steps: [0] caches written, per CSA layer
+	 * [1] scan + top-k, [2] index list / fetch, [3] attention, [4] from the layer
+	 * before's end to this one's start, [5] side stream done after attention; [6]
+	 * attention of the other layers; [7] the step's end after the last attention */
+	double tr[8];
 } point;
+
+/* Adds the last step's trace of e to acc (see point.tr); 0 or an error. */
+static int trace_add(const strata_ref_engine *e, int n_layers, double acc[8])
+{
+	float t[STRATA_REF_T_POINTS], s0[STRATA_REF_T_POINTS];
+	int err = strata_ref_engine_trace(e, -1, s0);
+	double n_csa = 0, n_other = 0, prev_end = s0[0], c[8] = { s0[0] };
+	for (int l = 0; l < n_layers && !err; l++) {
+		if ((err = strata_ref_engine_trace(e, l, t)))
+			break;
+		if (t[STRATA_REF_T_INDEXED] >= 0) {
+			n_csa++;
+			c[1] += t[STRATA_REF_T_INDEXED] - t[STRATA_REF_T_START];
+			c[2] += t[STRATA_REF_T_MAPPED] - t[STRATA_REF_T_INDEXED];
+			c[3] += t[STRATA_REF_T_ATTENDED] - t[STRATA_REF_T_MAPPED];
+			c[4] += t[STRATA_REF_T_START] - prev_end;
+			if (t[STRATA_REF_T_SIDE] >= 0)
+				c[5] += t[STRATA_REF_T_SIDE] - t[STRATA_REF_T_ATTENDED];
+		} else {
+			n_other++;
+			c[6] += t[STRATA_REF_T_ATTENDED] - t[STRATA_REF_T_START];
+		}
+		prev_end = t[STRATA_REF_T_ATTENDED];
+	}
+	if (err)
+		return err;
+	c[7] = s0[1] - prev_end;
+	for (int i = 1; i <= 5; i++)
+		c[i] /= n_csa > 0 ? n_csa : 1;
+	c[6] /= n_other > 0 ? n_other : 1;
+	for (int i = 0; i < 8; i++)
+		acc[i] += c[i];
+	return 0;
+}
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
 		     strata_ref_mode mode, int direct, int tc, int slack, int host, int spare, int ctx,
-		     int batch, int hot, int uniform, int profile, point *pt)
+		     int batch, int hot, int uniform, int profile, int trace, point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	c.model = *m;
@@ -106,6 +147,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.early_slack = slack;
 	c.host_tier = host;
 	c.attn_spare_sms = spare;
+	c.trace = trace;
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
 	c.hot_slots = hot;
@@ -133,6 +175,8 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 			err = err ? err : e2;
 		}
 		strata_ref_engine_stats(e, &st);
+		if (!err && trace)
+			err = trace_add(e, m->n_layers, pt->tr);
 		t[s] = (double)st.last_device_ns / 1e6;
 		tp[s] = (double)st.last_prep_ns / 1e6;
 		tl[s] = (double)st.last_launch_ns / 1e6;
@@ -154,6 +198,8 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 				    : -1.0;
 		pt->digest = strata_ref_engine_digest(e);
 		pt->host_mem = st.host_mem;
+		for (int i = 0; i < 8; i++)
+			pt->tr[i] /= o->reps;
 		pt->ok = 1;
 	}
 	strata_ref_engine_destroy(e);
@@ -174,7 +220,7 @@ int strata_bench_decode(int argc, char **argv)
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
 	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, slack = 0, host = 0,
-	    spare = 0;
+	    spare = 0, trace = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -197,6 +243,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--tc")) {
 			tc = 1;
+			continue;
+		}
+		if (!strcmp(a, "--trace")) {
+			trace = 1;
 			continue;
 		}
 		if (!strcmp(a, "--host-huge")) {
@@ -292,13 +342,22 @@ int strata_bench_decode(int argc, char **argv)
 				}
 				err = run_point(dev, &o, &m, (strata_ref_mode)row_mode[mode],
 						row_direct[mode], tc, slack, host, spare, ctx, batch, hot, uniform,
-						profile,
+						profile, trace,
 						&pt[mode]);
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));
 					pt[mode].ok = 0;
-				} else if (host == STRATA_REF_HOST_HUGE && mode) {
+				} else if (trace) {
+					const double *r = pt[mode].tr;
+					bench_out_note(out, "trace %s ctx %d batch %d (us, mean of timed steps): "
+						       "caches written %.1f; per CSA layer: gap before %.1f, "
+						       "scan+top-k %.1f, list/fetch %.1f, attention %.1f, side "
+						       "done +%.1f after it; other layers' attention %.1f; "
+						       "end +%.1f after the last", names[mode], ctx, batch,
+						       r[0], r[4], r[1], r[2], r[3], r[5], r[6], r[7]);
+				}
+				if (!err && host == STRATA_REF_HOST_HUGE && mode) {
 					bench_out_note(out, "%s ctx %d batch %d: host tier on %s pages",
 						       names[mode], ctx, batch,
 						       strata_host_mem_name((strata_host_mem)pt[mode].host_mem));

@@ -108,6 +108,8 @@ typedef struct strata_ref_config {
 	int attn_spare_sms;      /* GPU: SMs attention's split leaves to the side
 				    streams (strata_attn_params.spare_sms), in every mode
 				    alike (the split is part of the arithmetic) */
+	int trace;               /* record device events per layer for
+				    strata_ref_engine_trace (a few us per step) */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \
@@ -185,6 +187,21 @@ const float *strata_ref_engine_output(const strata_ref_engine *e, int layer);
 const int32_t *strata_ref_engine_selection(const strata_ref_engine *e, int layer, int req);
 
 void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st);
+
+/* With cfg.trace: where the last step's device phase was, in microseconds since its
+ * start, at these points of layer `layer` (compute stream unless noted; -1 where the
+ * layer has no such point). layer = -1: [0] every layer's caches written, [1] the
+ * step's end. */
+enum {
+	STRATA_REF_T_START = 0,    /* the layer's first launch is reached */
+	STRATA_REF_T_INDEXED = 1,  /* CSA: scan + top-k done */
+	STRATA_REF_T_MAPPED = 2,   /* CSA: the index list (and any fetch) done */
+	STRATA_REF_T_ATTENDED = 3, /* attention (+ split combine) done */
+	STRATA_REF_T_SIDE = 4,     /* HISPARSE direct: the side stream's admission done */
+	STRATA_REF_T_POINTS = 5
+};
+int strata_ref_engine_trace(const strata_ref_engine *e, int layer,
+			    float us[STRATA_REF_T_POINTS]);
 
 /* XXH3-64 of every cache byte and the compressor state of request req (tests: chunked
  * vs one-shot prefill). The C4 main entries are hashed wherever they live. */

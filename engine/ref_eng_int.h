@@ -54,6 +54,11 @@ struct strata_ref_engine {
 	float *d_stage;
 	int64_t *d_slots;
 	strata_event *ev0, *ev1, *ev_side;
+	/* cfg.trace: events [n_layers + 1][STRATA_REF_T_POINTS] (the last row: caches
+	 * written, end) and their times, recorded[] where a step recorded them */
+	strata_event **tev;
+	float *trace_us;
+	unsigned char *trecorded;
 	/* decode-step staging, every layer's new entries and slots: pinned host and
 	 * device, prep_layer_bytes per layer (allocated once, ref_step.c) */
 	uint8_t *h_prep, *d_prep;
@@ -127,6 +132,8 @@ int ref_fetch_append(strata_ref_engine *e, ref_lay *L, const int *reqs, const in
 /* The same from device staging: rl / ids device int32 [n], src device float [n][512]. */
 int ref_fetch_append_dev(strata_ref_engine *e, const int32_t *rl, const int32_t *ids,
 			 const float *src, int n);
+/* cfg.trace: record point pt of layer l (-1: the step's own row) on stream s. */
+int ref_trace_mark(strata_ref_engine *e, int l, int pt, strata_stream *s);
 /* ref_step.c: the decode step's staging buffers (create / destroy). */
 int ref_step_init(strata_ref_engine *e);
 void ref_step_free(strata_ref_engine *e);

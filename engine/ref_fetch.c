@@ -337,6 +337,8 @@ int ref_fetch_after(strata_ref_engine *e, ref_lay *L)
 		err = strata_stream_wait_event(e->dev, e->side, L->ev_attn);
 	if (!err)
 		err = strata_hotcache_step(e->hc, &b, e->side); /* joined at the step's end */
+	if (!err)
+		err = ref_trace_mark(e, (int)(L - e->lay), STRATA_REF_T_SIDE, e->side);
 	return err;
 }
 

@@ -69,7 +69,40 @@ int ref_step_init(strata_ref_engine *e)
 		err = strata_dev_alloc(e->dev, bytes, (void **)&e->d_prep);
 	if (!err)
 		memset(e->h_prep, 0, bytes);
+	if (err || !e->cfg.trace)
+		return err;
+	const size_t n = (size_t)(e->m.n_layers + 1) * STRATA_REF_T_POINTS;
+	e->tev = calloc(n, sizeof *e->tev);
+	e->trace_us = calloc(n, sizeof *e->trace_us);
+	e->trecorded = calloc(n, 1);
+	if (!e->tev || !e->trace_us || !e->trecorded)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++)
+		err = strata_event_create(e->dev, &e->tev[i]);
 	return err;
+}
+
+/* cfg.trace: record point pt of layer l (-1: the step's own row) on stream s. */
+int ref_trace_mark(strata_ref_engine *e, int l, int pt, strata_stream *s)
+{
+	if (!e->tev)
+		return 0;
+	const size_t i = (size_t)(l < 0 ? e->m.n_layers : l) * STRATA_REF_T_POINTS + (size_t)pt;
+	e->trecorded[i] = 1;
+	return strata_event_record(e->dev, e->tev[i], s);
+}
+
+int strata_ref_engine_trace(const strata_ref_engine *e, int layer,
+			    float us[STRATA_REF_T_POINTS])
+{
+	if (!e || !us || layer < -1 || layer >= e->m.n_layers)
+		return -EINVAL;
+	if (!e->tev)
+		return -ENODATA;
+	const size_t row = (size_t)(layer < 0 ? e->m.n_layers : layer) * STRATA_REF_T_POINTS;
+	for (int p = 0; p < STRATA_REF_T_POINTS; p++)
+		us[p] = e->trecorded[row + p] ? e->trace_us[row + p] : -1.0f;
+	return 0;
 }
 
 void ref_step_free(strata_ref_engine *e)
@@ -77,6 +110,15 @@ void ref_step_free(strata_ref_engine *e)
 	strata_dev_host_free(e->dev, e->h_prep);
 	strata_dev_free(e->dev, e->d_prep);
 	e->h_prep = e->d_prep = NULL;
+	if (e->tev)
+		for (size_t i = 0; i < (size_t)(e->m.n_layers + 1) * STRATA_REF_T_POINTS; i++)
+			strata_event_destroy(e->dev, e->tev[i]);
+	free(e->tev);
+	free(e->trace_us);
+	free(e->trecorded);
+	e->tev = NULL;
+	e->trace_us = NULL;
+	e->trecorded = NULL;
 }
 
 /* ---- phase (a): host preparation ----------------------------------------------------- */
@@ -238,7 +280,7 @@ static int write_layer(strata_ref_engine *e, int l)
 /* The attention side of one layer. */
 static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 {
-	const int R = e->cfg.n_req, K = e->m.index_topk;
+	const int R = e->cfg.n_req, K = e->m.index_topk, l = (int)(L - e->lay);
 	strata_attn_params a = { .n_rows = R, .heads = e->m.n_heads,
 				 .scale = 0.044194173824159216f /* 512^-0.5 */, .q = L->d_q,
 				 .sink = L->d_sink, .win_pool = L->win, .win_B = 64,
@@ -247,7 +289,9 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 				 .scratch_bytes = e->attn_scratch_bytes,
 				 .tensor_cores = e->cfg.attn_tensor_cores,
 				 .spare_sms = e->cfg.attn_spare_sms };
-	int err = 0;
+	int err = ref_trace_mark(e, l, STRATA_REF_T_START, NULL);
+	if (err)
+		return err;
 	if (L->w.ratio == 4) {
 		strata_indexer_params ip = {
 			.fmt = e->m.index_fmt, .heads = e->m.index_heads, .topk = K, .n_req = R,
@@ -258,7 +302,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 			.scratch_bytes = e->scratch_bytes, .after_scan = e->ev_scan,
 			.out_scores = L->d_osc ? L->d_osc + (size_t)(e->n_steps % 2) * R * K : NULL };
 		if ((err = strata_k_indexer(e->dev, &ip, NULL)) ||
-		    (err = ref_fetch_early(e, L, &ip)))
+		    (err = ref_fetch_early(e, L, &ip)) ||
+		    (err = ref_trace_mark(e, l, STRATA_REF_T_INDEXED, NULL)))
 			return err;
 		if (e->cfg.mode == STRATA_REF_ALL_RESIDENT) {
 			strata_attn_map_params mp = { .n_rows = R, .width = K, .ids = L->d_ids,
@@ -276,6 +321,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 				a.B2 = 64;
 			}
 		}
+		if ((err = ref_trace_mark(e, l, STRATA_REF_T_MAPPED, NULL)))
+			return err;
 		a.B = 64;
 		a.idx = L->d_list;
 		a.n_idx = K;
@@ -285,7 +332,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 		a.idx = e->d_c128_idx;
 		a.n_idx = n128;
 	}
-	if ((err = strata_k_attn(e->dev, &a, NULL)))
+	if ((err = strata_k_attn(e->dev, &a, NULL)) ||
+	    (err = ref_trace_mark(e, l, STRATA_REF_T_ATTENDED, NULL)))
 		return err;
 	return L->w.ratio == 4 ? ref_fetch_after(e, L) : 0;
 }
@@ -299,9 +347,13 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 {
 	const int NL = e->m.n_layers;
 	uint64_t t0 = strata_now_ns();
+	if (e->trecorded)
+		memset(e->trecorded, 0, (size_t)(NL + 1) * STRATA_REF_T_POINTS);
 	int err = strata_event_record(e->dev, e->ev0, NULL);
 	for (int l = 0; l < NL && !err; l++)
 		err = write_layer(e, l);
+	if (!err)
+		err = ref_trace_mark(e, -1, 0, NULL);
 	for (int l = 0; l < NL && !err; l++)
 		err = attend(e, &e->lay[l], n128);
 	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))
@@ -315,6 +367,15 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 		err = strata_event_sync(e->dev, e->ev1);
 	if (!err)
 		err = strata_event_elapsed_ms(e->dev, e->ev0, e->ev1, ms);
+	for (int i = 0; e->tev && !err && i < (NL + 1) * STRATA_REF_T_POINTS; i++) {
+		float t = 0.0f;
+		if (e->trecorded[i] && !(err = strata_event_elapsed_ms(e->dev, e->ev0, e->tev[i], &t)))
+			e->trace_us[i] = t * 1000.0f;
+	}
+	if (e->tev && !err) { /* the end is ev1 */
+		e->trace_us[(size_t)NL * STRATA_REF_T_POINTS + 1] = *ms * 1000.0f;
+		e->trecorded[(size_t)NL * STRATA_REF_T_POINTS + 1] = 1;
+	}
 	return err;
 }
 
