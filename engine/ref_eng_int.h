@@ -54,6 +54,8 @@ struct strata_ref_engine {
 	float *d_stage;
 	int64_t *d_slots;
 	strata_event *ev0, *ev1, *ev_side;
+	int side_open;      /* ev_side marks side-stream work the compute stream has not
+			       joined yet (ref_side_join) */
 	/* cfg.trace: events [n_layers + 1][STRATA_REF_T_POINTS] (the last row: caches
 	 * written, end) and their times, recorded[] where a step recorded them */
 	strata_event **tev;
@@ -114,6 +116,10 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L);
 /* Turn L->d_ids into L->d_list over L->hot (HISPARSE: cache lookup + miss gather;
  * SWAPIN: gather everything). */
 int ref_fetch(strata_ref_engine *e, ref_lay *L);
+/* Orders the compute stream after the side streams' work of the last step (the
+ * admissions and write-backs that step left running); a no-op when none is open.
+ * Every user of the compute stream after a step calls it first. */
+int ref_side_join(strata_ref_engine *e);
 /* direct_misses EARLY, right after the layer's indexer call ip (launched with
  * ip->after_scan = e->ev_scan): the early staging on e->pre (a no-op otherwise). */
 int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_params *ip);

@@ -435,6 +435,9 @@ int strata_ref_engine_prefill(strata_ref_engine *e, int req, int n_tokens)
 		return -EINVAL;
 	if ((int64_t)e->len[req] + n_tokens > e->cfg.max_ctx)
 		return -ENOSPC;
+	int jerr = ref_side_join(e); /* the last step's side work touches the hot cache */
+	if (jerr)
+		return jerr;
 	int reqs[128];
 	int64_t pos[128];
 	while (n_tokens > 0) {
@@ -565,7 +568,9 @@ int strata_ref_engine_fill(strata_ref_engine *e, int req, int n_tokens)
 		return -EINVAL;
 	if (n_tokens > e->cfg.max_ctx)
 		return -ENOSPC;
-	int err = fill_template(e, n_tokens);
+	int err = ref_side_join(e);
+	if (!err)
+		err = fill_template(e, n_tokens);
 	int nb = (n_tokens + 255) / 256;
 	for (int l = 0; l < e->m.n_layers && !err; l++) {
 		ref_lay *L = &e->lay[l];

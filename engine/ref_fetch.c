@@ -273,8 +273,8 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 			mp.epoch = e->pre_epoch;
 			mp.miss_counts = e->d_miss_counts;
 		}
-		if ((err = strata_hotcache_host_fence(e->hc, NULL)))
-			return err;
+		/* the write-backs of this step's appends: fenced once, after the caches
+		 * were written (device_phase) */
 		return strata_k_attn_map(e->dev, &mp, NULL);
 	}
 	strata_hotcache_batch b = { .rows = R, .k = K, .ids = L->d_ids, .row_rl = L->d_row_rl,
@@ -284,6 +284,14 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 	if (L->next_csa >= 0)
 		err = strata_hotcache_predict(e->hc, R, e->lay[L->next_csa].d_row_rl, e->side);
 	return err;
+}
+
+int ref_side_join(strata_ref_engine *e)
+{
+	if (!e->side_open)
+		return 0;
+	e->side_open = 0;
+	return strata_stream_wait_event(e->dev, NULL, e->ev_side);
 }
 
 int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_params *ip)

@@ -166,6 +166,8 @@ int strata_ref_engine_snapshot(strata_ref_engine *e, int req, strata_prefix *pfx
 		return -EINVAL;
 	}
 	int err = check_formats(e);
+	if (!err)
+		err = ref_side_join(e);
 	if (err)
 		return err;
 	const strata_model *m = &e->m;
@@ -303,6 +305,8 @@ int strata_ref_engine_restore(strata_ref_engine *e, int req, strata_prefix *pfx,
 	if (hit->tokens > (uint64_t)e->cfg.max_ctx)
 		return -ENOSPC;
 	int err = check_formats(e);
+	if (!err)
+		err = ref_side_join(e);
 	if (!err)
 		err = hit_matches(e, req, hit);
 	if (err)

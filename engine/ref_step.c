@@ -341,8 +341,10 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 /* Phase (b), timed by ev0 .. ev1 on the compute stream: every layer's caches are
  * written first (as prefill does, so that a CSA layer's scan sees the entry this token
  * completed and the hot cache knows of every new entry before any predict), then the
- * attention side layer by layer. Launches only; the side stream's last work (the
- * write-back of appended entries, predictions) is joined before ev1. */
+ * attention side layer by layer. Launches only. The side streams' last work (the last
+ * layers' admissions, write-backs, predictions) is not waited for here: it overlaps
+ * what follows, and the next user of the compute stream joins it first
+ * (ref_side_join; the next step does so inside its timed window, so a wait counts). */
 static int device_phase(strata_ref_engine *e, int n128, float *ms)
 {
 	const int NL = e->m.n_layers;
@@ -350,16 +352,23 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 	if (e->trecorded)
 		memset(e->trecorded, 0, (size_t)(NL + 1) * STRATA_REF_T_POINTS);
 	int err = strata_event_record(e->dev, e->ev0, NULL);
+	if (!err)
+		err = ref_side_join(e);
 	for (int l = 0; l < NL && !err; l++)
 		err = write_layer(e, l);
+	/* Every layer's appended entries are now on their way to the host tier: one
+	 * fence orders the compute stream after those write-backs, so that any layer
+	 * may read a miss from there (direct_misses). */
+	if (!err && e->hc && e->cfg.direct_misses)
+		err = strata_hotcache_host_fence(e->hc, NULL);
 	if (!err)
 		err = ref_trace_mark(e, -1, 0, NULL);
 	for (int l = 0; l < NL && !err; l++)
 		err = attend(e, &e->lay[l], n128);
+	if (!err && e->pre) /* the last early staging (EARLY), joined with the side */
+		err = strata_stream_wait_event(e->dev, e->side, e->ev_pre);
 	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))
-		err = strata_stream_wait_event(e->dev, NULL, e->ev_side);
-	if (!err && e->pre) /* the last early staging (EARLY) */
-		err = strata_stream_wait_event(e->dev, NULL, e->ev_pre);
+		e->side_open = 1;
 	if (!err)
 		err = strata_event_record(e->dev, e->ev1, NULL);
 	e->st.last_launch_ns = strata_now_ns() - t0;
