@@ -27,7 +27,7 @@ static const char *usage =
 	"usage: strata bench decode [--model flash|pro|tiny] [--contexts 128K,1M]\n"
 	"                           [--batches 1,8,32] [--uniform] [--hot N]\n"
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
-	"                           [--direct-all] [--rows NAME,..] [--tc] [--early-slack S]\n"
+	"                           [--direct-all] [--rows NAME,..] [--tc]\n"
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
 	"                           [--trace]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
@@ -46,7 +46,7 @@ static const char *usage =
 	"misses staged on the device or read in place from the host tier, admitted after\n"
 	"attention on a side stream; the demo's HiSparse), hisparse-early (direct_misses\n"
 	"EARLY: misses staged by a third stream while top-k runs; column early = the share\n"
-	"of misses it staged in time; --early-slack: engine.h early_slack). --direct-all: also\n"
+	"of misses it staged in time). --direct-all: also\n"
 	"hisparse-inplace and hisparse-staged (--direct: accepted, the default). --rows:\n"
 	"only these rows (all-resident always runs: the ratios need it).\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
@@ -136,7 +136,7 @@ static int trace_add(const strata_ref_engine *e, int n_layers, double acc[8])
 }
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int direct, int tc, int slack, int host, int spare, int ctx,
+		     strata_ref_mode mode, int direct, int tc, int host, int spare, int ctx,
 		     int batch, int hot, int uniform, int profile, int trace, point *pt)
 {
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
@@ -144,7 +144,6 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.mode = mode;
 	c.direct_misses = direct;
 	c.attn_tensor_cores = tc;
-	c.early_slack = slack;
 	c.host_tier = host;
 	c.attn_spare_sms = spare;
 	c.trace = trace;
@@ -219,7 +218,7 @@ int strata_bench_decode(int argc, char **argv)
 	uint64_t ctxs[8], batches[8];
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
-	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, slack = 0, host = 0,
+	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, host = 0,
 	    spare = 0, trace = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
@@ -270,8 +269,6 @@ int strata_bench_decode(int argc, char **argv)
 			n_b = parse_list(v, batches, 8);
 		else if (!strcmp(a, "--hot"))
 			hot = atoi(v);
-		else if (!strcmp(a, "--early-slack"))
-			slack = atoi(v);
 		else if (!strcmp(a, "--spare-sms"))
 			spare = atoi(v);
 		else if (!strcmp(a, "--rows"))
@@ -341,7 +338,7 @@ int strata_bench_decode(int argc, char **argv)
 					continue;
 				}
 				err = run_point(dev, &o, &m, (strata_ref_mode)row_mode[mode],
-						row_direct[mode], tc, slack, host, spare, ctx, batch, hot, uniform,
+						row_direct[mode], tc, host, spare, ctx, batch, hot, uniform,
 						profile, trace,
 						&pt[mode]);
 				if (err) {

@@ -62,9 +62,9 @@ typedef enum {
 					 batches), else IN_PLACE */
 	STRATA_REF_MISS_EARLY = 4,    /* STAGED, with most copies made while top-k
 					 runs: right after the scan, a third stream stages
-					 the misses among the entries scoring about as high
-					 as the layer's last k-th score or higher
-					 (strata_k_attn_prestage), and the index map copies
+					 the misses among the entries that can still make
+					 the top-k (the indexer publishes its cut early;
+					 strata_k_attn_prestage), and the index map copies
 					 only what that had not published by its turn */
 } strata_ref_miss_path;
 
@@ -99,10 +99,6 @@ typedef struct strata_ref_config {
 				    cache first (one kernel), prediction on. */
 	int attn_tensor_cores;   /* GPU attention on tensor cores (strata_attn_params
 				    .tensor_cores); 0: the fp32 kernel */
-	int early_slack;         /* direct_misses EARLY: also stage entries scoring up to
-				    this many 1/32 powers of two below the layer's last
-				    k-th score (strata_attn_prestage_params.slack,
-				    1..1024); 0: 6 */
 	int host_tier;           /* HISPARSE / SWAPIN: where the C4 host tier lives
 				    (strata_ref_host_tier) */
 	int attn_spare_sms;      /* GPU: SMs attention's split leaves to the side

@@ -28,9 +28,6 @@ typedef struct ref_lay {
 	/* HISPARSE with direct_misses: the side stream admits this layer's misses once
 	 * ev_attn (after its attention, compute stream) has passed */
 	strata_event *ev_attn;
-	/* direct_misses EARLY: the indexer's out_scores, [2][n_req][topk] by step parity
-	 * (the early staging reads the last step's while this step's are written) */
-	float *d_osc;
 	/* The decode step's staging (ref_step.c): this layer's part of e->h_prep /
 	 * e->d_prep, see prep_layout(). n_main / n_idx: entries completed this step. */
 	int n_main, n_idx;
@@ -87,10 +84,12 @@ struct strata_ref_engine {
 	int hc_stride;          /* its ids per rl */
 	/* direct_misses EARLY: the stream the early staging runs on, its events (the
 	 * scan's scores are written; the staging is done), the staging's id -> entry map
-	 * [n_req][cap4], its scratch, the call's epoch, and [early, late] miss counts */
+	 * [n_req][cap4], its scratch, the call's epoch (also the indexer's cut epoch),
+	 * and [early, late, staged] miss counts */
 	strata_stream *pre;
 	strata_event *ev_scan, *ev_pre; /* ev_pre: joined at the step's end only */
 	uint64_t *d_stage_map;
+	unsigned long long *d_cut; /* [n_req] the indexer's cut words */
 	void *d_pre_scratch;
 	size_t pre_scratch_bytes;
 	uint64_t pre_epoch;

@@ -211,7 +211,6 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 	     (cfg->direct_misses < STRATA_REF_MISS_IN_PLACE || cfg->direct_misses > STRATA_REF_MISS_EARLY ||
 	      cfg->mode != STRATA_REF_HISPARSE)) ||
 	    (cfg->attn_tensor_cores != 0 && cfg->attn_tensor_cores != 1) ||
-	    cfg->early_slack < 0 || cfg->early_slack > 1024 ||
 	    cfg->host_tier < STRATA_REF_HOST_PINNED || cfg->host_tier > STRATA_REF_HOST_DEVICE ||
 	    cfg->attn_spare_sms < 0)
 		return -EINVAL;

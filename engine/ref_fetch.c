@@ -16,7 +16,6 @@
  * the host tier, which is what makes the outputs bit-identical to ALL_RESIDENT.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +28,8 @@ static size_t stage_bytes(int n)
 }
 
 /* direct_misses EARLY: its stream, events, id -> entry map (zero: no epoch yet; an
- * 8-byte word per (request, C4 entry), counted as device bytes) and scratch. */
+ * 8-byte word per (request, C4 entry), counted as device bytes), the indexer's cut
+ * words and the scratch. */
 static int early_init(strata_ref_engine *e)
 {
 	const int R = e->cfg.n_req;
@@ -44,6 +44,10 @@ static int early_init(strata_ref_engine *e)
 		err = strata_dev_alloc(e->dev, map_bytes, (void **)&e->d_stage_map);
 	if (!err)
 		err = strata_dev_memset(e->dev, e->d_stage_map, 0, map_bytes, NULL);
+	if (!err)
+		err = strata_dev_alloc(e->dev, sizeof(unsigned long long) * R, (void **)&e->d_cut);
+	if (!err)
+		err = strata_dev_memset(e->dev, e->d_cut, 0, sizeof(unsigned long long) * R, NULL);
 	if (!err)
 		err = strata_dev_alloc(e->dev, e->pre_scratch_bytes, &e->d_pre_scratch);
 	if (!err)
@@ -79,22 +83,6 @@ int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 		err = strata_dev_alloc(e->dev, sizeof(int32_t) * R * K, (void **)&L->d_src);
 	if (!err && e->cfg.mode == STRATA_REF_HISPARSE && e->cfg.direct_misses && L->w.ratio == 4)
 		err = strata_event_create(e->dev, &L->ev_attn);
-	if (!err && e->cfg.mode == STRATA_REF_HISPARSE &&
-	    e->cfg.direct_misses == STRATA_REF_MISS_EARLY && L->w.ratio == 4) {
-		/* +inf: no last selection yet, so the first step stages nothing */
-		size_t n = (size_t)2 * R * K;
-		float *inf = malloc(sizeof *inf * n);
-		if (!inf)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++)
-			inf[i] = INFINITY;
-		err = strata_dev_alloc(e->dev, sizeof *inf * n, (void **)&L->d_osc);
-		if (!err)
-			err = strata_dev_copy(e->dev, L->d_osc, inf, sizeof *inf * n, NULL);
-		if (!err)
-			err = strata_dev_sync(e->dev);
-		free(inf);
-	}
 	return err;
 }
 
@@ -102,8 +90,6 @@ void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L)
 {
 	strata_dev_free(e->dev, L->d_row_rl);
 	strata_dev_free(e->dev, L->d_src);
-	strata_dev_free(e->dev, L->d_osc);
-	L->d_osc = NULL;
 	strata_event_destroy(e->dev, L->ev_attn);
 	L->ev_attn = NULL;
 }
@@ -225,7 +211,9 @@ void ref_fetch_free(strata_ref_engine *e)
 	strata_event_destroy(e->dev, e->ev_pre);
 	strata_dev_free(e->dev, e->d_stage_map);
 	strata_dev_free(e->dev, e->d_pre_scratch);
+	strata_dev_free(e->dev, e->d_cut);
 	strata_dev_free(e->dev, e->d_miss_counts);
+	e->d_cut = NULL;
 	e->pre = NULL;
 	e->ev_scan = e->ev_pre = NULL;
 	e->d_stage_map = NULL;
@@ -299,19 +287,19 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_param
 	if (!e->pre)
 		return 0;
 	const int R = e->cfg.n_req, K = e->m.index_topk;
-	/* the indexer writes this step's scores into one half, we read the last's */
-	const float *last = L->d_osc + (size_t)((e->n_steps + 1) % 2) * R * K;
 	strata_attn_prestage_params pp = {
 		.n_rows = R, .topk = K, .max_limit = ip->max_limit, .row_limit = ip->row_limit,
-		.last_scores = last, .slack = e->cfg.early_slack ? e->cfg.early_slack : 6,
+		.cut = ip->cut_out, .cut_epoch = ip->cut_epoch,
 		.map = e->hc_map, .row_map = L->d_row_rl, .map_stride = e->hc_stride,
 		.row_base = e->d_rowbase, .host = L->c4, .host_B = 64,
 		.stage = e->miss_stage, .stage_B = 64, .stage_first = (int64_t)R * K, .cap = 2 * K,
-		.stage_map = e->d_stage_map, .epoch = ++e->pre_epoch,
+		.stage_map = e->d_stage_map, .epoch = e->pre_epoch,
 		.scratch = e->d_pre_scratch, .scratch_bytes = e->pre_scratch_bytes,
 		.n_staged = e->d_miss_counts + 2 };
-	/* The scores are written once ev_scan has passed. Nothing waits for this call
-	 * but the step's end: the index map takes what is published by the time it runs.
+	/* The scores are written once ev_scan has passed; each row's cut a few
+	 * microseconds later (the filter's first step, polled by the kernel). Nothing
+	 * waits for this call but the next step: the index map takes what is published
+	 * by the time it runs.
 	 * The map row's writers are the appends (before the scan on the compute stream),
 	 * the last step's admission (joined at that step's end) and this step's, which
 	 * may overlap a late call here: a hit read as a miss or the reverse only changes

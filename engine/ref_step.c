@@ -299,8 +299,12 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 			.req_rows = e->d_rowreq,
 			.row_limit = e->d_rowlim, .pages = L->pages, .page_table = e->d_pt,
 			.max_pages = e->nblk, .B = 64, .out_ids = L->d_ids, .scratch = e->d_scratch,
-			.scratch_bytes = e->scratch_bytes, .after_scan = e->ev_scan,
-			.out_scores = L->d_osc ? L->d_osc + (size_t)(e->n_steps % 2) * R * K : NULL };
+			.scratch_bytes = e->scratch_bytes };
+		if (e->pre) { /* EARLY: the scores and cuts for the early staging */
+			ip.after_scan = e->ev_scan;
+			ip.cut_out = e->d_cut;
+			ip.cut_epoch = ++e->pre_epoch;
+		}
 		if ((err = strata_k_indexer(e->dev, &ip, NULL)) ||
 		    (err = ref_fetch_early(e, L, &ip)) ||
 		    (err = ref_trace_mark(e, l, STRATA_REF_T_INDEXED, NULL)))

@@ -17,6 +17,28 @@
 /* Pieces of one entry as the gather moves it: 36 x 16 data bytes, then 8 scale bytes. */
 #define GATHER_PIECES 37
 
+#ifdef __CUDACC__
+/* Piece pc of an entry with these data and scale bytes: pieces 0 .. 35 are 16 data
+ * bytes each, piece 36 the 8 scale bytes (in .x, .y). Loads stream (.cs): a moved
+ * entry is not read again. */
+__device__ __forceinline__ uint4 gather_piece_load(const uint8_t *data, const uint8_t *scales,
+						   int pc)
+{
+	if (pc < GATHER_PIECES - 1)
+		return __ldcs(reinterpret_cast<const uint4 *>(data) + pc);
+	const uint2 x = __ldcs(reinterpret_cast<const uint2 *>(scales));
+	return make_uint4(x.x, x.y, 0u, 0u);
+}
+__device__ __forceinline__ void gather_piece_store(uint8_t *data, uint8_t *scales, int pc,
+						   uint4 v)
+{
+	if (pc < GATHER_PIECES - 1)
+		reinterpret_cast<uint4 *>(data)[pc] = v;
+	else
+		*reinterpret_cast<uint2 *>(scales) = make_uint2(v.x, v.y);
+}
+#endif
+
 /* Block base of entry id of table tab in space sp. */
 GATHER_HD uint8_t *gather_block(const strata_entry_space *sp, int tab, int id)
 {

@@ -104,12 +104,7 @@ __device__ void fetch_victims(const strata_hotcache_params &p, int rl, const int
 			const int c = tid + u * HC_THREADS;
 			if (c < np) {
 				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
-				if (pc < GATHER_PIECES - 1) {
-					v[u] = __ldcs(reinterpret_cast<const uint4 *>(sh.ep[e].sd + pc * 16));
-				} else {
-					uint2 x = __ldcs(reinterpret_cast<const uint2 *>(sh.ep[e].ss));
-					v[u] = make_uint4(x.x, x.y, 0u, 0u);
-				}
+				v[u] = gather_piece_load(sh.ep[e].sd, sh.ep[e].ss, pc);
 			}
 		}
 #pragma unroll
@@ -117,10 +112,7 @@ __device__ void fetch_victims(const strata_hotcache_params &p, int rl, const int
 			const int c = tid + u * HC_THREADS;
 			if (c < np) {
 				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
-				if (pc < GATHER_PIECES - 1)
-					*reinterpret_cast<uint4 *>(sh.ep[e].dd + pc * 16) = v[u];
-				else
-					*reinterpret_cast<uint2 *>(sh.ep[e].ds) = make_uint2(v[u].x, v[u].y);
+				gather_piece_store(sh.ep[e].dd, sh.ep[e].ds, pc, v[u]);
 			}
 		}
 		__syncthreads();

@@ -69,7 +69,16 @@ struct Args {
 	unsigned long long *cand;
 	float *scores;
 	size_t sstride, cap;
+	unsigned long long *cut_out, cut_epoch;
 };
+
+/* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
+__device__ __forceinline__ void publish_cut(const Args &a, int row, uint32_t b)
+{
+	if (a.cut_out)
+		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
+			a.cut_epoch << 12 | (unsigned long long)b;
+}
 
 __device__ __forceinline__ int row_lim(const Args &a, int r)
 {
@@ -922,6 +931,8 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
 	const int L = row_lim(a, row);
 	if (L <= k) {
+		if (blockIdx.x == 0 && tid == 0)
+			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
 		if (FUSE && blockIdx.x == 0)
 			write_trivial(a, row, L, false);
 		return;
@@ -935,6 +946,8 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 	load_chunk(sc, start, L, s);
 	uint32_t bstar, above1;
 	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
+	if (cut && blockIdx.x == 0 && tid == 0)
+		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
 	if (cut) {
 		uint32_t base;
 		int shift;
@@ -1152,6 +1165,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.scores = reinterpret_cast<float *>(sb + l.off_scores);
 	a.sstride = l.score_stride;
 	a.cap = l.cand_cap;
+	a.cut_out = p->cut_out;
+	a.cut_epoch = p->cut_epoch;
 
 	cudaStream_t st = reinterpret_cast<cudaStream_t>(s);
 	/* no memset: the counters are zero at rest (indexer_int.h); ms[0] stays as the

@@ -26,7 +26,14 @@ int idx_check_params(const strata_indexer_params *p)
 	if (p->n_rows > 0 && p->max_limit > p->topk &&
 	    (!p->q || !p->w || !p->pages || !p->page_table))
 		return -EINVAL;
+	if (p->cut_out && (p->cut_epoch < 1 || p->cut_epoch >= ((uint64_t)1 << 40)))
+		return -EINVAL;
 	return 0;
+}
+
+uint32_t strata_k_indexer_bucket(float score)
+{
+	return idx_bucket(score);
 }
 
 /* Every row's scores ([rows][max_limit]: they stay for strata_k_indexer_scores), then
@@ -159,6 +166,8 @@ static void emit_all(const strata_indexer_params *p, int row, int lim)
 		ids[i] = i < lim ? i : -1;
 	if (p->out_scores)
 		memset(p->out_scores + (size_t)row * p->topk, 0, (size_t)p->topk * sizeof(float));
+	if (p->cut_out)
+		p->cut_out[row] = p->cut_epoch << 12 | STRATA_INDEXER_CUT_ALL;
 }
 
 static void emit_selected(const strata_indexer_params *p, int row, int lim, const float *sc,
@@ -174,6 +183,14 @@ static void emit_selected(const strata_indexer_params *p, int row, int lim, cons
 	if (p->out_scores)
 		for (int i = 0; i < p->topk; i++)
 			p->out_scores[(size_t)row * p->topk + i] = sc[ids[i]] + 0.0f;
+	if (p->cut_out) { /* the lowest bucket among the selected */
+		uint32_t b = STRATA_INDEXER_CUT_ALL;
+		for (int i = 0; i < p->topk; i++) {
+			const uint32_t bi = idx_bucket(sc[ids[i]]);
+			b = bi < b ? bi : b;
+		}
+		p->cut_out[row] = p->cut_epoch << 12 | b;
+	}
 }
 
 /* ---- scoring ------------------------------------------------------------------------ */

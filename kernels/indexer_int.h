@@ -105,6 +105,41 @@ STRATA_HD uint32_t idx_ord32(float f)
 	return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+/* fp16 bits of f, rounded to nearest even (overflow to inf, NaN kept quiet): the
+ * conversion the GPU's __float2half_rn does, in integer arithmetic for the CPU. */
+STRATA_HD uint16_t idx_half_rn(float f)
+{
+	const uint32_t x = codec_f2u(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+	if (ax >= 0x7f800000u) /* inf, NaN */
+		return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+	if (ax >= 0x477ff000u) /* 65520 and up round to inf */
+		return (uint16_t)(sign | 0x7c00u);
+	if (ax >= 0x38800000u) { /* a normal half: rebias the exponent, round 13 bits off */
+		uint32_t h = (ax - 0x38000000u) >> 13, rem = ax & 0x1fffu;
+		if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+			h++;
+		return (uint16_t)(sign | h);
+	}
+	if (ax <= 0x33000000u) /* up to 2^-25 (a tie with 0): zero */
+		return (uint16_t)sign;
+	/* a subnormal half: units of 2^-24 */
+	const uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, sh = 126u - e;
+	uint32_t h = m >> sh;
+	const uint32_t rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+	if (rem > half || (rem == half && (h & 1u)))
+		h++;
+	return (uint16_t)(sign | h);
+}
+
+/* The GPU indexer's score bucket (strata_k_indexer_bucket): the top 11 bits of the
+ * score's fp16 in an order-preserving encoding. */
+STRATA_HD uint32_t idx_bucket(float s)
+{
+	uint16_t u = idx_half_rn(s);
+	u = (u & 0x8000u) ? (uint16_t)~u : (uint16_t)(u | 0x8000u);
+	return (uint32_t)u >> 5;
+}
+
 /* Unique selection key: higher score first, then lower id. */
 STRATA_HD uint64_t idx_key64(float score, int32_t id)
 {

@@ -226,7 +226,23 @@ typedef struct strata_indexer_params {
 				     * another stream can read the scores
 				     * (strata_k_indexer_scores) while top-k runs. The CPU
 				     * twin records it at the end of the call. */
+	unsigned long long *cut_out; /* or NULL: [n_rows] each row's cut, published as
+				     * soon as it is known (GPU: the filter's first step,
+				     * long before top-k ends; CPU: at the row's end) as
+				     * cut_epoch << 12 | b, b the strata_k_indexer_bucket of
+				     * the row's topk-th highest score (every selected entry
+				     * has a bucket >= b), or 0xfff for a row with
+				     * limit <= topk (every entry below it is selected). A
+				     * volatile store: another stream may poll for it. */
+	uint64_t cut_epoch;          /* 1 .. 2^40 - 1, new for each call that shares
+				      * cut_out */
 } strata_indexer_params;
+
+/* The indexer's score buckets (2048): the top 11 bits of the score's fp16 (round to
+ * nearest even) in an order-preserving encoding; monotone non-decreasing in the
+ * score. */
+uint32_t strata_k_indexer_bucket(float score);
+#define STRATA_INDEXER_CUT_ALL 0xfffu
 
 /* Scratch bytes dev's backend needs for p's host fields (NULL dev: the CPU twin's).
  * GPU: about 4 B per (row, max_limit) for scores plus up to 256 KiB per row. The GPU
@@ -549,14 +565,15 @@ int strata_k_attn_map(strata_dev *dev, const strata_attn_map_params *p, strata_s
 int strata_k_attn_map_cpu(const strata_attn_map_params *p);
 
 /* Early staging of a layer's misses while its top-k runs (the index map's copies,
- * moved off the critical path). From the scores an indexer call left in its scratch
- * (strata_k_indexer_scores; start it on another stream after the indexer's
- * after_scan event), per row:
- *   - the threshold t = the lowest of last_scores[r], the row's last selection in this
- *     layer (the indexer's out_scores of its previous call): where the top-k most
- *     likely ends now;
- *   - every entry j < limit whose score is at least t lowered by slack / 32 of a
- *     power of two (every j < limit when limit <= topk) that is not resident (map[row_map[r] * map_stride + j] < 0) is
+ * moved off the critical path). Start it on another stream after the indexer's
+ * after_scan event, with the scores the call leaves in its scratch
+ * (strata_k_indexer_scores) and the cuts it publishes (cut_out). Per row:
+ *   - the entries that can still make the top-k: every j < limit when
+ *     limit <= topk, else, once the row's cut word carries cut_epoch (GPU: each CTA
+ *     polls it for up to wait_us, then gives up and stages nothing), every j whose
+ *     strata_k_indexer_bucket(score) >= the cut's bucket (all for
+ *     STRATA_INDEXER_CUT_ALL): a superset of the row's top-k;
+ *   - each of them that is not resident (map[row_map[r] * map_stride + j] < 0) is
  *     copied from host entry row_base[r] + j into one of the row's cap slots, stage
  *     entries stage_first + r * cap + [0, cap), and then published:
  *     stage_map[r * map_stride + j] = epoch << 24 | entry.
@@ -564,15 +581,11 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p);
  * run while this is still copying: it takes a copy whose word it finds published
  * with its epoch and copies the others itself. Nothing needs to wait for this call;
  * it only has to end before the stage entries, stage_map or scratch are used by the
- * next call. The staged set is a guess: entries of the top-k below t - slack, and
- * misses beyond cap (which ones win is unspecified on the GPU), are left to the map.
- * A threshold of +inf (no last selection) stages nothing but rows with
- * limit <= topk. Precisely, j is taken when ord(score) + slack * 2^18 >= ord(t), ord
- * the order-preserving map of a float to uint32 (+0 and -0 equal).
- * Every stage entry must be below 2^24 and the epoch below 2^40, new for each call
- * that shares a stage_map (it starts all zero, so the first epoch is 1). The scratch
- * (strata_k_attn_prestage_scratch bytes) is zero before the first call and left zero
- * by each. */
+ * next call. Misses beyond cap (which ones win is unspecified on the GPU) are left to
+ * the map. Every stage entry must be below 2^24 and the epoch below 2^40, new for
+ * each call that shares a stage_map (it starts all zero, so the first epoch is 1).
+ * The scratch (strata_k_attn_prestage_scratch bytes) is zero before the first call
+ * and left zero by each. */
 typedef struct strata_attn_prestage_params {
 	int n_rows;
 	int topk;
@@ -580,8 +593,10 @@ typedef struct strata_attn_prestage_params {
 	const int32_t *row_limit; /* [n_rows] the indexer's (clamped to [0, max_limit]) */
 	const float *scores;      /* scores[r * score_stride + j] */
 	size_t score_stride;
-	const float *last_scores; /* [n_rows][topk] */
-	int slack;                /* 0 .. 1024: 1/32 powers of two below that lowest */
+	const unsigned long long *cut; /* [n_rows] the indexer's cut_out */
+	uint64_t cut_epoch;       /* the indexer call's */
+	int wait_us;              /* GPU: 1 .. 1000 us, how long a CTA polls for its
+				     row's cut; 0: 50 */
 	const int32_t *map;       /* residency, as strata_attn_map_params */
 	const int32_t *row_map;
 	int map_stride;           /* entries j >= map_stride are left to the map */

@@ -5,10 +5,11 @@
  * misses leaves the path between top-k and attention. One launch, grid (C, n_rows),
  * CTA x taking score chunks x, x + C, ... of 1024 (small chunks: at batch 1 a row's
  * misses spread over many CTAs, each of which copies its few in one round trip):
- *   1. the row's threshold: the lowest of its last selection's scores (a block min),
- *      while the chunk's scores are in flight;
- *   2. the chunk's ids at or above it that miss in the residency map, listed in
- *      shared memory (a ballot and one shared atomic per warp);
+ *   1. the row's cut, published by the indexer's filter on the compute stream a few
+ *      microseconds into top-k (thread 0 polls it), while the chunk's scores are in
+ *      flight;
+ *   2. the chunk's ids in buckets at or above the cut that miss in the residency
+ *      map, listed in shared memory (a ballot and one shared atomic per warp);
  *   3. that many of the row's slots (one global atomic), the copies from the host
  *      tier (up to 64 entries a round, every thread issuing its loads of a round
  *      before any store), then the publication: every thread fences its stores, the
@@ -20,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <errno.h>
 
+#include "kernels/gather_int.h"
 #include "kernels/kernels_int.h"
 #include "kernels/prestage_int.h"
 
@@ -29,13 +31,12 @@ constexpr int kT = 512;
 constexpr int kPer = 2;
 constexpr int kChunk = kT * kPer;
 constexpr int kRound = 64;                                /* entries copied per round */
-constexpr int kPieces = 37;                               /* 36 x 16 B data, 8 B scales */
+constexpr int kPieces = GATHER_PIECES;                    /* 36 x 16 B data, 8 B scales */
 constexpr int kLoads = (kRound * kPieces + kT - 1) / kT; /* 16-byte loads per thread */
 
 struct Smem {
-	float wmin[kT / 32];
-	uint32_t lo;
-	int none, n, base, last;
+	uint32_t need;
+	int n, base, last;
 	int32_t list[kChunk];
 };
 
@@ -45,28 +46,31 @@ __device__ __forceinline__ int row_lim(const strata_attn_prestage_params &p, int
 	return L < 0 ? 0 : L > p.max_limit ? p.max_limit : L;
 }
 
-/* The row's floor (pre_floor of its last selection's lowest score) into sm.lo and
- * sm.none. */
-__device__ void row_floor(const strata_attn_prestage_params &p, int r, Smem &sm)
+__device__ __forceinline__ unsigned long long global_ns()
 {
-	const int tid = threadIdx.x, lane = tid & 31;
-	const float *ls = p.last_scores + (size_t)r * p.topk;
-	float t = __int_as_float(0x7f800000); /* +inf */
-	for (int k = tid; k < p.topk; k += kT)
-		t = fminf(t, __ldcg(ls + k));
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		t = fminf(t, __shfl_xor_sync(0xffffffffu, t, o));
-	if (lane == 0)
-		sm.wmin[tid >> 5] = t;
-	__syncthreads();
-	if (tid == 0) {
-		float m = sm.wmin[0];
-		for (int w = 1; w < kT / 32; w++)
-			m = fminf(m, sm.wmin[w]);
-		int none;
-		sm.lo = pre_floor(m, p.slack, &none);
-		sm.none = none;
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/* The row's needed bucket (pre_need of its cut word) into sm.need: thread 0 polls the
+ * word, which the indexer's filter publishes a few microseconds into top-k, for up
+ * to wait_us, then gives up: PRE_NONE. The grid holds at most one CTA per SM, so the
+ * filter always finds room beside it; the limit is a backstop (a filter that never
+ * runs, a cut word of another call). The buckets are idx_bucket's, the integer twin
+ * of the filter's __float2half_rn ones (gpu_prestage checks that they agree). */
+__device__ void row_need(const strata_attn_prestage_params &p, int r, Smem &sm)
+{
+	if (threadIdx.x == 0) {
+		const volatile unsigned long long *w =
+			reinterpret_cast<const volatile unsigned long long *>(p.cut) + r;
+		const unsigned long long wait =
+			1000ull * (unsigned long long)(p.wait_us ? p.wait_us : PRE_WAIT_DEFAULT_US);
+		const unsigned long long t0 = global_ns();
+		uint32_t need;
+		while ((need = pre_need(*w, p.cut_epoch)) == PRE_NONE && global_ns() - t0 < wait)
+			__nanosleep(200);
+		sm.need = need;
 	}
 	__syncthreads();
 }
@@ -87,15 +91,8 @@ __device__ void copy_publish(const strata_attn_prestage_params &p, int r, const 
 			if (c < np) {
 				const int e = c / kPieces, pc = c - e * kPieces;
 				const int64_t src = hb + list[t0 + e];
-				if (pc < kPieces - 1) {
-					v[u] = __ldcs(reinterpret_cast<const uint4 *>(
-							      attn_entry_data(p.host, p.host_B, src)) +
-						      pc);
-				} else {
-					const uint2 x = __ldcs(reinterpret_cast<const uint2 *>(
-						attn_entry_scales(p.host, p.host_B, src)));
-					v[u] = make_uint4(x.x, x.y, 0u, 0u);
-				}
+				v[u] = gather_piece_load(attn_entry_data(p.host, p.host_B, src),
+							 attn_entry_scales(p.host, p.host_B, src), pc);
 			}
 		}
 #pragma unroll
@@ -104,13 +101,10 @@ __device__ void copy_publish(const strata_attn_prestage_params &p, int r, const 
 			if (c < np) {
 				const int e = c / kPieces, pc = c - e * kPieces;
 				const int64_t dst = first + t0 + e;
-				if (pc < kPieces - 1)
-					reinterpret_cast<uint4 *>(const_cast<uint8_t *>(
-						attn_entry_data(p.stage, p.stage_B, dst)))[pc] = v[u];
-				else
-					*reinterpret_cast<uint2 *>(const_cast<uint8_t *>(
-						attn_entry_scales(p.stage, p.stage_B, dst))) =
-						make_uint2(v[u].x, v[u].y);
+				gather_piece_store(
+					const_cast<uint8_t *>(attn_entry_data(p.stage, p.stage_B, dst)),
+					const_cast<uint8_t *>(attn_entry_scales(p.stage, p.stage_B, dst)),
+					pc, v[u]);
 			}
 		}
 	}
@@ -135,27 +129,27 @@ __global__ void __launch_bounds__(kT) prestage_kernel(const strata_attn_prestage
 	int start = blockIdx.x * kChunk;
 	float s[kPer];
 #pragma unroll
-	for (int u = 0; u < kPer; u++) { /* in flight while the floor is found */
+	for (int u = 0; u < kPer; u++) { /* in flight while the cut is awaited */
 		const int j = start + u * kT + tid;
 		s[u] = !all && j < top ? __ldcg(sc + j) : 0.0f;
 	}
 	if (tid == 0) {
 		sm.n = 0;
-		sm.lo = 0;
-		sm.none = 0;
+		sm.need = 0;
 	}
 	__syncthreads();
 	if (!all)
-		row_floor(p, r, sm);
-	const uint32_t lo = sm.lo;
+		row_need(p, r, sm);
+	const uint32_t need = sm.need;
 	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)r * PRE_CNT;
 	const int32_t *map = p.map + (size_t)p.row_map[r] * p.map_stride;
 	const unsigned lt = (1u << lane) - 1u;
-	while (!sm.none && start < top) { /* block-uniform */
+	while (need != PRE_NONE && start < top) { /* block-uniform */
 #pragma unroll
 		for (int u = 0; u < kPer; u++) {
 			const int j = start + u * kT + tid;
-			const bool take = j < top && (all || idx_ord32(s[u]) >= lo) && map[j] < 0;
+			const bool take = j < top && (need == 0 || idx_bucket(s[u]) >= need) &&
+					  map[j] < 0;
 			const unsigned m = __ballot_sync(0xffffffffu, take);
 			int wb = 0;
 			if (lane == 0 && m)
@@ -222,8 +216,9 @@ extern "C" int strata_k_attn_prestage_gpu(strata_dev *dev, const strata_attn_pre
 		(void)cudaGetLastError();
 		nsm = 132;
 	}
-	/* about two CTAs per SM over the whole batch; chunks looped beyond */
-	long long cx = 2LL * nsm / p->n_rows;
+	/* at most one CTA per SM over the whole batch (chunks looped beyond), so that the
+	 * filter whose cuts they poll always finds room beside them */
+	long long cx = (long long)nsm / p->n_rows;
 	cx = cx < 1 ? 1 : cx > chunks ? chunks : cx;
 	const dim3 grid((unsigned)cx, (unsigned)p->n_rows);
 	prestage_kernel<<<grid, kT, 0, reinterpret_cast<cudaStream_t>(s)>>>(*p);

@@ -17,7 +17,7 @@ size_t strata_k_attn_prestage_scratch(int n_rows)
 int pre_check(const strata_attn_prestage_params *p)
 {
 	if (!p || p->n_rows < 0 || p->topk < 1 || p->max_limit < 0 || p->cap < 0 ||
-	    p->slack < 0 || p->slack > PRE_SLACK_MAX)
+	    p->wait_us < 0 || p->wait_us > PRE_WAIT_MAX_US)
 		return -EINVAL;
 	if (!p->n_rows)
 		return 0;
@@ -27,7 +27,7 @@ int pre_check(const strata_attn_prestage_params *p)
 	    p->scratch_bytes < pre_scratch_bytes(p->n_rows))
 		return -EINVAL;
 	if (p->max_limit > p->topk &&
-	    (!p->scores || !p->last_scores || p->score_stride < (size_t)p->max_limit))
+	    (!p->scores || !p->cut || p->score_stride < (size_t)p->max_limit))
 		return -EINVAL;
 	if (p->epoch < 1 || p->epoch >= PRE_EPOCH_LIMIT ||
 	    p->stage_first + (int64_t)p->n_rows * p->cap > PRE_ENTRY_LIMIT)
@@ -51,24 +51,17 @@ int strata_k_attn_prestage_cpu(const strata_attn_prestage_params *p)
 	for (int r = 0; r < p->n_rows; r++) {
 		const int L = pre_row_limit(p, r);
 		const int all = L <= p->topk;
-		uint32_t lo = 0;
-		if (!all) {
-			const float *ls = p->last_scores + (size_t)r * p->topk;
-			float t = ls[0];
-			for (int k = 1; k < p->topk; k++)
-				t = ls[k] < t ? ls[k] : t;
-			int none;
-			lo = pre_floor(t, p->slack, &none);
-			if (none)
-				continue;
-		}
+		/* sequential: the indexer call that published the cut has ended */
+		const uint32_t need = all ? 0u : pre_need(p->cut[r], p->cut_epoch);
+		if (need == PRE_NONE)
+			continue;
 		const float *sc = all ? NULL : p->scores + (size_t)r * p->score_stride;
 		const int32_t *map = p->map + (size_t)p->row_map[r] * p->map_stride;
 		uint64_t *sm = p->stage_map + (size_t)r * p->map_stride;
 		const int top = L < p->map_stride ? L : p->map_stride;
 		int n = 0;
 		for (int j = 0; j < top && n < p->cap; j++) {
-			if (map[j] >= 0 || (!all && idx_ord32(sc[j]) < lo))
+			if (map[j] >= 0 || (!all && need && idx_bucket(sc[j]) < need))
 				continue;
 			const int64_t dst = p->stage_first + (int64_t)r * p->cap + n++;
 			copy_entry(p, (int64_t)p->row_base[r] + j, dst);

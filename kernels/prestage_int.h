@@ -15,17 +15,19 @@
 #define PRE_ENTRY_BITS 24
 #define PRE_ENTRY_LIMIT ((int64_t)1 << PRE_ENTRY_BITS)
 #define PRE_EPOCH_LIMIT ((uint64_t)1 << 40)
-#define PRE_SLACK_MAX 1024
+#define PRE_WAIT_MAX_US 1000
+#define PRE_WAIT_DEFAULT_US 50
 
-/* The lowest order key a score needs to be taken, from the row's last selection's
- * lowest score t: ord(t) lowered by slack steps of 2^18 (1/32 of a power of two for
- * normal floats), 0 (everything) below the bottom; UINT32_MAX + 1 is not possible, so
- * a threshold of +inf (no last selection) is reported by *none. */
-STRATA_HD uint32_t pre_floor(float t, int slack, int *none)
+/* The bucket a row's entries need to be taken, from its cut word: 0 (everything)
+ * for STRATA_INDEXER_CUT_ALL, PRE_NONE when the word does not carry epoch (not
+ * published: nothing is taken). */
+#define PRE_NONE 0xffffffffu
+STRATA_HD uint32_t pre_need(unsigned long long word, uint64_t epoch)
 {
-	*none = codec_f2u(t) == 0x7f800000u;
-	const uint32_t o = idx_ord32(t), d = (uint32_t)slack << 18;
-	return o > d ? o - d : 0u;
+	if ((word >> 12) != epoch)
+		return PRE_NONE;
+	const uint32_t b = (uint32_t)(word & 0xfffu);
+	return b == STRATA_INDEXER_CUT_ALL ? 0u : b;
 }
 
 STRATA_HD int pre_row_limit(const strata_attn_prestage_params *p, int r)
