@@ -125,7 +125,9 @@ int ref_fetch_init(strata_ref_engine *e)
 	c.max_entries = e->cap4;
 	c.topk = K;
 	c.budget = e->hot_slots;
-	c.max_append = e->stage_rows; /* a 128-token prefill chunk or one token per request */
+	/* a 128-token prefill chunk, or a decode step's batch: a row per request and CSA
+	 * layer */
+	c.max_append = e->stage_rows > n_csa * R ? e->stage_rows : n_csa * R;
 	if ((err = strata_hotcache_create(e->dev, &c, &e->hc)))
 		return err;
 	if ((err = strata_stream_create(e->dev, &e->side)))

@@ -33,13 +33,21 @@ static int grow_hashes(strata_ref_engine *e)
 
 /* One layer's part of the staging (h_prep on the host, d_prep on the device, the same
  * offsets): float window entries [R][512], completed main entries [R][512], completed
- * index keys [R][128], then int64 slots of each (window, main, index) [R], then the
- * HISPARSE append's int32 rl [R] and ids [R]. Every part is a multiple of 8 bytes. */
+ * index keys [R][128], then int64 slots of each (window, main, index) [R]. After every
+ * layer's part, HISPARSE's appends of the step, all CSA layers in one batch (one
+ * strata_hotcache_append per step): float entries [n_csa][R][512], int32 rl and ids
+ * [n_csa][R], row csa * R + r for request r (id -1: it completed no entry there).
+ * Every part is a multiple of 8 bytes. */
 typedef struct prep_view {
 	float *win, *main, *idx;
 	int64_t *win_slots, *main_slots, *idx_slots;
-	int32_t *ap_rl, *ap_ids;
 } prep_view;
+
+typedef struct prep_appends {
+	float *main;
+	int32_t *rl, *ids;
+	int rows;
+} prep_appends;
 
 static prep_view prep_layout(const strata_ref_engine *e, uint8_t *base, int l)
 {
@@ -52,17 +60,34 @@ static prep_view prep_layout(const strata_ref_engine *e, uint8_t *base, int l)
 	v.win_slots = (int64_t *)(v.idx + R * REF_ID);
 	v.main_slots = v.win_slots + R;
 	v.idx_slots = v.main_slots + R;
-	v.ap_rl = (int32_t *)(v.idx_slots + R);
-	v.ap_ids = v.ap_rl + R;
 	return v;
+}
+
+static prep_appends prep_appends_of(const strata_ref_engine *e, uint8_t *base)
+{
+	prep_appends a;
+	a.rows = e->cfg.mode == STRATA_REF_HISPARSE ? strata_model_count(&e->m, 4) * e->cfg.n_req
+						    : 0;
+	a.main = (float *)(base + e->prep_layer_bytes * (size_t)e->m.n_layers);
+	a.rl = (int32_t *)(a.main + (size_t)a.rows * REF_D);
+	a.ids = a.rl + a.rows;
+	return a;
+}
+
+/* Bytes of the staging: every layer's part, then the appends (rows of 512 floats and
+ * two int32, padded to 8 bytes). */
+static size_t prep_bytes(const strata_ref_engine *e)
+{
+	const prep_appends a = prep_appends_of(e, NULL);
+	return e->prep_layer_bytes * (size_t)e->m.n_layers +
+	       (((size_t)a.rows * (sizeof(float) * REF_D + 2 * sizeof(int32_t)) + 7) & ~(size_t)7);
 }
 
 int ref_step_init(strata_ref_engine *e)
 {
 	const size_t R = (size_t)e->cfg.n_req;
-	e->prep_layer_bytes = R * (sizeof(float) * (2 * REF_D + REF_ID) + 3 * sizeof(int64_t) +
-				   2 * sizeof(int32_t));
-	size_t bytes = e->prep_layer_bytes * (size_t)e->m.n_layers;
+	e->prep_layer_bytes = R * (sizeof(float) * (2 * REF_D + REF_ID) + 3 * sizeof(int64_t));
+	size_t bytes = prep_bytes(e);
 	/* Pinned, so that phase (a)'s one upload is a true asynchronous copy. */
 	int err = strata_dev_host_alloc(e->dev, bytes, (void **)&e->h_prep);
 	if (!err)
@@ -141,13 +166,21 @@ static void prep_entries(strata_ref_engine *e, int l, const int64_t *pos)
 		return;
 	size_t sf = ref_comp_state_floats(&L->w.main);
 	int64_t cap = L->w.ratio == 4 ? e->cap4 : e->cap128;
-	for (int r = 0; r < R; r++)
-		if (ref_comp_push(&L->w.main, L->cstate + sf * r, e->h_hid + (size_t)r * REF_HID,
-				  pos[r], e->freqs, v.main + (size_t)L->n_main * REF_D)) {
-			v.ap_rl[L->n_main] = L->csa * R + r;
-			v.ap_ids[L->n_main] = (int32_t)(pos[r] / L->w.ratio);
-			v.main_slots[L->n_main++] = (int64_t)r * cap + pos[r] / L->w.ratio;
+	/* HISPARSE C4: into the step's batch of appends, row csa * R + r */
+	const prep_appends ap = prep_appends_of(e, e->h_prep);
+	const int batch = ap.rows && L->w.ratio == 4;
+	for (int r = 0; r < R; r++) {
+		const int row = L->csa * R + r;
+		float *dst = batch ? ap.main + (size_t)row * REF_D : v.main + (size_t)L->n_main * REF_D;
+		const int done = ref_comp_push(&L->w.main, L->cstate + sf * r,
+					       e->h_hid + (size_t)r * REF_HID, pos[r], e->freqs, dst);
+		if (batch) {
+			ap.rl[row] = row;
+			ap.ids[row] = done ? (int32_t)(pos[r] / 4) : -1;
 		}
+		if (done)
+			v.main_slots[L->n_main++] = (int64_t)r * cap + pos[r] / L->w.ratio;
+	}
 	if (L->w.ratio != 4)
 		return;
 	sf = ref_comp_state_floats(&L->w.idx);
@@ -179,8 +212,7 @@ static int prepare(strata_ref_engine *e, int *n128)
 	}
 	for (int l = 0; l < e->m.n_layers; l++)
 		prep_entries(e, l, pos);
-	int err = strata_dev_copy(e->dev, e->d_prep, e->h_prep,
-				  e->prep_layer_bytes * (size_t)e->m.n_layers, NULL);
+	int err = strata_dev_copy(e->dev, e->d_prep, e->h_prep, prep_bytes(e), NULL);
 	if (err)
 		return err;
 	*n128 = 0;
@@ -265,9 +297,7 @@ static int write_layer(strata_ref_engine *e, int l)
 		return err;
 	if (L->w.ratio == 128)
 		return encode_dev(e, L->c128, 2, v.main, v.main_slots, L->n_main);
-	if (e->cfg.mode == STRATA_REF_HISPARSE)
-		err = ref_fetch_append_dev(e, v.ap_rl, v.ap_ids, v.main, L->n_main);
-	else
+	if (e->cfg.mode != STRATA_REF_HISPARSE) /* HISPARSE: every CSA layer's at once, below */
 		err = encode_dev(e, L->c4, 64, v.main, v.main_slots, L->n_main);
 	if (err || !L->n_idx)
 		return err;
@@ -358,8 +388,17 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 	int err = strata_event_record(e->dev, e->ev0, NULL);
 	if (!err)
 		err = ref_side_join(e);
-	for (int l = 0; l < NL && !err; l++)
+	int n_app = 0;
+	for (int l = 0; l < NL && !err; l++) {
 		err = write_layer(e, l);
+		n_app += e->lay[l].w.ratio == 4 ? e->lay[l].n_main : 0;
+	}
+	if (!err && n_app && e->cfg.mode == STRATA_REF_HISPARSE) {
+		/* one batch for every CSA layer: one encode, one residency launch, one
+		 * gather into the hot pool and one write-back, instead of that per layer */
+		const prep_appends ap = prep_appends_of(e, e->d_prep);
+		err = ref_fetch_append_dev(e, ap.rl, ap.ids, ap.main, ap.rows);
+	}
 	/* Every layer's appended entries are now on their way to the host tier: one
 	 * fence orders the compute stream after those write-backs, so that any layer
 	 * may read a miss from there (direct_misses). */
