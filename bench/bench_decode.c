@@ -94,19 +94,22 @@ typedef struct point {
 	double fetched_mb;  /* host -> device MB per timed step (selected entries) */
 	double early;       /* EARLY: share of the misses staged while top-k ran, or -1 */
 	int host_mem;       /* strata_host_mem of the C4 host tier */
-	/* --trace, us, means over the timed steps: [0] caches written, per CSA layer
+	/* --trace, us, medians over the timed steps: [0] caches written, per CSA layer
 	 * [1] scan + top-k, [2] index list / fetch, [3] attention, [4] from the layer
 	 * before's end to this one's start, [5] side stream done after attention; [6]
 	 * attention of the other layers; [7] the step's end after the last attention */
 	double tr[8];
 } point;
 
-/* Adds the last step's trace of e to acc (see point.tr); 0 or an error. */
-static int trace_add(const strata_ref_engine *e, int n_layers, double acc[8])
+/* The last step's trace of e into c (see point.tr); 0 or an error. */
+static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 {
 	float t[STRATA_REF_T_POINTS], s0[STRATA_REF_T_POINTS];
 	int err = strata_ref_engine_trace(e, -1, s0);
-	double n_csa = 0, n_other = 0, prev_end = s0[0], c[8] = { s0[0] };
+	double n_csa = 0, n_other = 0, prev_end = s0[0];
+	for (int i = 0; i < 8; i++)
+		c[i] = 0.0;
+	c[0] = s0[0];
 	for (int l = 0; l < n_layers && !err; l++) {
 		if ((err = strata_ref_engine_trace(e, l, t)))
 			break;
@@ -130,8 +133,6 @@ static int trace_add(const strata_ref_engine *e, int n_layers, double acc[8])
 	for (int i = 1; i <= 5; i++)
 		c[i] /= n_csa > 0 ? n_csa : 1;
 	c[6] /= n_other > 0 ? n_other : 1;
-	for (int i = 0; i < 8; i++)
-		acc[i] += c[i];
 	return 0;
 }
 
@@ -154,8 +155,8 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.inputs = uniform ? STRATA_REF_UNIFORM : STRATA_REF_STRUCTURED;
 	strata_ref_engine *e = NULL;
 	double *t = calloc((size_t)o->reps, sizeof *t), *tp = calloc((size_t)o->reps, sizeof *tp),
-	       *tl = calloc((size_t)o->reps, sizeof *tl);
-	int err = t && tp && tl ? strata_ref_engine_create(dev, &c, &e) : -ENOMEM;
+	       *tl = calloc((size_t)o->reps, sizeof *tl), *trs = calloc((size_t)o->reps * 8, sizeof *trs);
+	int err = t && tp && tl && trs ? strata_ref_engine_create(dev, &c, &e) : -ENOMEM;
 	for (int r = 0; r < batch && !err; r++)
 		err = strata_ref_engine_fill(e, r, ctx);
 	for (int s = 0; s < o->warmup && !err; s++)
@@ -175,7 +176,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 		}
 		strata_ref_engine_stats(e, &st);
 		if (!err && trace)
-			err = trace_add(e, m->n_layers, pt->tr);
+			err = trace_of(e, m->n_layers, trs + (size_t)s * 8);
 		t[s] = (double)st.last_device_ns / 1e6;
 		tp[s] = (double)st.last_prep_ns / 1e6;
 		tl[s] = (double)st.last_launch_ns / 1e6;
@@ -197,14 +198,19 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 				    : -1.0;
 		pt->digest = strata_ref_engine_digest(e);
 		pt->host_mem = st.host_mem;
-		for (int i = 0; i < 8; i++)
-			pt->tr[i] /= o->reps;
+		for (int i = 0; trace && i < 8; i++) { /* the median step of each figure */
+			double col[o->reps];
+			for (int s = 0; s < o->reps; s++)
+				col[s] = trs[(size_t)s * 8 + i];
+			pt->tr[i] = bench_stats_of(col, o->reps).median;
+		}
 		pt->ok = 1;
 	}
 	strata_ref_engine_destroy(e);
 	free(t);
 	free(tp);
 	free(tl);
+	free(trs);
 	(void)cmp_d;
 	return err;
 }
@@ -347,7 +353,7 @@ int strata_bench_decode(int argc, char **argv)
 					pt[mode].ok = 0;
 				} else if (trace) {
 					const double *r = pt[mode].tr;
-					bench_out_note(out, "trace %s ctx %d batch %d (us, mean of timed steps): "
+					bench_out_note(out, "trace %s ctx %d batch %d (us, median of timed steps): "
 						       "caches written %.1f; per CSA layer: gap before %.1f, "
 						       "scan+top-k %.1f, list/fetch %.1f, attention %.1f, side "
 						       "done +%.1f after it; other layers' attention %.1f; "
