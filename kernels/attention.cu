@@ -883,8 +883,10 @@ __global__ void combine_kernel(strata_attn_combine_params p)
 /* One thread per list position, warp-aligned so that a warp's lanes stay together for
  * the staged copy: the warp's misses go 4 at a time, 8 lanes per entry (16-byte pieces
  * sub, sub + 8, ...; lane 7 of each eight also the 8 scale bytes), and a lane issues
- * the loads of two rounds before any store, so a warp's misses cost about one bus
- * round trip. */
+ * the loads of kMapRounds rounds before any store, so up to 16 misses of a warp cost
+ * one bus round trip (a warp holds 32 positions; at batch 1 a round trip is several
+ * microseconds on the critical path, so the slowest warp's count of them matters). */
+constexpr int kMapRounds = 4;
 __global__ void map_kernel(strata_attn_map_params p)
 {
 	const size_t n = (size_t)p.n_rows * p.width;
@@ -938,16 +940,16 @@ __global__ void map_kernel(strata_attn_map_params p)
 			continue;
 		const unsigned mm = __ballot_sync(0xffffffffu, src >= 0);
 		const int cnt = __popc(mm);
-		for (int e0 = 0; e0 < cnt; e0 += 8) { /* two rounds of 4 entries */
-			uint4 v[2][5];
-			uint2 sc[2];
-			const uint4 *sd[2];
-			const uint2 *ss[2];
-			uint4 *dd[2];
-			uint2 *ds[2];
-			bool act[2];
+		for (int e0 = 0; e0 < cnt; e0 += 4 * kMapRounds) { /* rounds of 4 entries */
+			uint4 v[kMapRounds][5];
+			uint2 sc[kMapRounds];
+			const uint4 *sd[kMapRounds];
+			const uint2 *ss[kMapRounds];
+			uint4 *dd[kMapRounds];
+			uint2 *ds[kMapRounds];
+			bool act[kMapRounds];
 #pragma unroll
-			for (int u = 0; u < 2; u++) {
+			for (int u = 0; u < kMapRounds; u++) {
 				const int e = e0 + 4 * u + q;
 				act[u] = e < cnt;
 				const int owner = act[u] ? (int)__fns(mm, 0, e + 1) : lane;
@@ -967,7 +969,7 @@ __global__ void map_kernel(strata_attn_map_params p)
 					sc[u] = __ldcs(ss[u]);
 			}
 #pragma unroll
-			for (int u = 0; u < 2; u++) {
+			for (int u = 0; u < kMapRounds; u++) {
 				if (!act[u])
 					continue;
 #pragma unroll
