@@ -86,10 +86,14 @@ __device__ __forceinline__ int row_lim(const Args &a, int r)
 	return L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
 }
 
-/* Monotone non-decreasing bucket of a score: the top 11 bits of its ordered fp16. */
+/* Monotone non-decreasing bucket of a score: the top 11 bits of its ordered fp16. -0
+ * is +0 here, as in the selection order (idx_ord32), so that the two tie in one
+ * bucket and the lower id wins between them as between any equal scores. */
 __device__ __forceinline__ uint32_t bucket_of(float s)
 {
 	unsigned short u = __half_as_ushort(__float2half_rn(s));
+	if (!(u & 0x7fffu))
+		u = 0;
 	u = (u & 0x8000u) ? (unsigned short)~u : (unsigned short)(u | 0x8000u);
 	return (uint32_t)u >> 5;
 }

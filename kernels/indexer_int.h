@@ -132,10 +132,12 @@ STRATA_HD uint16_t idx_half_rn(float f)
 }
 
 /* The GPU indexer's score bucket (strata_k_indexer_bucket): the top 11 bits of the
- * score's fp16 in an order-preserving encoding. */
+ * score's fp16 in an order-preserving encoding, -0 counted as +0. */
 STRATA_HD uint32_t idx_bucket(float s)
 {
 	uint16_t u = idx_half_rn(s);
+	if (!(u & 0x7fffu))
+		u = 0;
 	u = (u & 0x8000u) ? (uint16_t)~u : (uint16_t)(u | 0x8000u);
 	return (uint32_t)u >> 5;
 }

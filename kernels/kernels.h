@@ -239,8 +239,8 @@ typedef struct strata_indexer_params {
 } strata_indexer_params;
 
 /* The indexer's score buckets (2048): the top 11 bits of the score's fp16 (round to
- * nearest even) in an order-preserving encoding; monotone non-decreasing in the
- * score. */
+ * nearest even; -0 counted as +0) in an order-preserving encoding; monotone
+ * non-decreasing in the score, equal scores in one bucket. */
 uint32_t strata_k_indexer_bucket(float score);
 #define STRATA_INDEXER_CUT_ALL 0xfffu
 

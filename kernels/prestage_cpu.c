@@ -27,7 +27,8 @@ int pre_check(const strata_attn_prestage_params *p)
 	    p->scratch_bytes < pre_scratch_bytes(p->n_rows))
 		return -EINVAL;
 	if (p->max_limit > p->topk &&
-	    (!p->scores || !p->cut || p->score_stride < (size_t)p->max_limit))
+	    (!p->scores || !p->cut || p->score_stride < (size_t)p->max_limit ||
+	     p->cut_epoch < 1 || p->cut_epoch >= PRE_EPOCH_LIMIT))
 		return -EINVAL;
 	if (p->epoch < 1 || p->epoch >= PRE_EPOCH_LIMIT ||
 	    p->stage_first + (int64_t)p->n_rows * p->cap > PRE_ENTRY_LIMIT)

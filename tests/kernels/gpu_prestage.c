@@ -10,11 +10,16 @@
  *   - map with stage_map: word for word the CPU map's output on the same inputs (the
  *     GPU's marks), same stage bytes and miss counts; against the all-CPU pipeline
  *     the same list up to the numbering of early-staged entries.
- *   - indexer with after_scan: the same ids as without; its scores (the
+ *   - a cut never published (every word of a stale epoch), wait_us 5: the call
+ *     returns, stages nothing, leaves the scratch zero; the same scratch then serves
+ *     a call whose words are published.
+ *   - indexer with after_scan and cut_out: the same ids as without; its scores (the
  *     strata_k_indexer_scores view) within test_indexer's tolerance of the twin's and
- *     ranking its own selection on top; early staging from them (threshold: the
- *     previous call's out_scores) on a second stream, ordered by events, leaves the
- *     map no miss to copy. */
+ *     ranking its own selection on top; each row's cut word carries the call's
+ *     cut_epoch and strata_k_indexer_bucket (host) of the topk-th highest of the GPU's
+ *     own scores (so the GPU's fp16 rounding is checked), CUT_ALL for limit <= topk;
+ *     early staging polling those words on a second stream after after_scan leaves
+ *     the map no miss to copy. */
 #define PRESTAGE_HELPERS_ONLY
 #include "test_prestage.c"
 
@@ -36,21 +41,21 @@ static void from_dev(void *h, const void *d, size_t n)
 }
 
 /* A case's inputs on the device, taken before any call changes c's stage or stage_map;
- * dscores, dlast: device scores and last_scores to use instead of c's (the indexer's). */
+ * dscores, dcut: device scores and cut words to use instead of c's (the indexer's). */
 typedef struct gcase {
 	strata_attn_prestage_params g;
-	void *scores, *last; /* ours to free, or NULL */
+	void *scores, *cut; /* ours to free, or NULL */
 } gcase;
 
-static void g_make(gcase *d, const pc *c, const float *dscores, const float *dlast)
+static void g_make(gcase *d, const pc *c, const float *dscores, const unsigned long long *dcut)
 {
 	const strata_attn_prestage_params *p = &c->p;
 	const int R = p->n_rows;
 	d->g = *p;
 	d->scores = dscores ? NULL : to_dev(p->scores, sizeof(float) * R * p->score_stride);
 	d->g.scores = dscores ? dscores : d->scores;
-	d->last = dlast ? NULL : to_dev(p->last_scores, sizeof(float) * R * p->topk);
-	d->g.last_scores = dlast ? dlast : d->last;
+	d->cut = dcut ? NULL : to_dev(p->cut, sizeof(unsigned long long) * R);
+	d->g.cut = dcut ? dcut : d->cut;
 	d->g.row_limit = to_dev(c->limit, sizeof(int32_t) * R);
 	d->g.row_map = to_dev(c->row_map, sizeof(int32_t) * R);
 	d->g.row_base = to_dev(c->row_base, sizeof(int32_t) * R);
@@ -69,7 +74,7 @@ static void g_make(gcase *d, const pc *c, const float *dscores, const float *dla
 static void g_free(gcase *d)
 {
 	strata_dev_free(dev, d->scores);
-	strata_dev_free(dev, d->last);
+	strata_dev_free(dev, d->cut);
 	strata_dev_free(dev, (void *)d->g.row_limit);
 	strata_dev_free(dev, (void *)d->g.row_map);
 	strata_dev_free(dev, (void *)d->g.row_base);
@@ -216,16 +221,18 @@ START_TEST(random_rows_full_cap)
 	int mode[11] = { 0, 0, 0, 0, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_EQUAL, M_ZERO, M_NEG };
 	int lim8[8] = { 0, 1, 7, 8, 9, 100, 5000, 4099 };
 	int mode8[8] = { M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_WIDE, M_WIDE };
-	/* test_prestage.c's two cases, then the topk-8 one with no last selection (+inf:
-	 * only rows within topk stage) */
-	pcfg cfgs[3] = { { 11, 512, 20000, 4, 400, 64, 64, 0, lim, mode, 11, 6, LS_EXACT },
-			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 12, 16, LS_EXACT },
-			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 14, 16, LS_NONE } };
+	/* test_prestage.c's three cases: exact cuts, then mixed words (exact, jittered,
+	 * stale: the CTAs poll wait_us and give up, CUT_ALL, above every bucket) */
+	pcfg cfgs[3] = { { 11, 512, 20000, 4, 400, 64, 64, 0, lim, mode, 11, CUT_EXACT },
+			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 12, CUT_EXACT },
+			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 14, CUT_MIXED } };
 	for (int t = 0; t < 3; t++) {
 		pc c;
 		pc_make(&c, &cfgs[t]);
-		if (t == 1)
+		if (t)
 			force_beyond(&c);
+		if (t < 2)
+			pc_covers(&c);
 		uint64_t rng = 100 + t;
 		pc_stage(&c, -1, 5, &rng);
 		run_gpu_case(&c, 1, 5);
@@ -244,7 +251,7 @@ START_TEST(many_rows_long_limits)
 		lim[r] = r == 0 ? 60000 : r == 1 ? 8000 : (int)(tu_next(&rng) % 60000);
 		mode[r] = r == 1 ? M_CLUSTER : M_WIDE;
 	}
-	pcfg f = { 30, 512, 60000, 2, 500, 64, 64, 0, lim, mode, 13, 6, LS_JITTER };
+	pcfg f = { 30, 512, 60000, 2, 500, 64, 64, 0, lim, mode, 13, CUT_MIXED };
 	pc c;
 	pc_make(&c, &f);
 	pc_stage(&c, -1, 3, &rng);
@@ -258,19 +265,67 @@ START_TEST(small_cap)
 {
 	int lim[6] = { 513, 4097, 20000, 3001, 300, 1024 };
 	int mode[6] = { M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_WIDE, M_EQUAL };
-	pcfg f = { 6, 512, 20000, 2, 500, 64, 64, 0, lim, mode, 21, 6, LS_JITTER };
+	pcfg f = { 6, 512, 20000, 2, 500, 64, 64, 0, lim, mode, 21, CUT_JITTER };
 	pc c;
 	pc_make(&c, &f);
 	uint64_t rng = 22;
 	pc_stage(&c, 100, 0, &rng);
 	ck_assert_int_gt(c.need, 100);
+	ck_assert_int_ge(pc_capped(&c), 4);
 	run_gpu_case(&c, 0, 1);
 	pc_free(&c);
 }
 END_TEST
 
-/* Indexer with after_scan, then prestage on a second stream after that event and the
- * map after the prestage (events both ways), as the engine orders them. */
+/* Every row's word of the previous cut_epoch (the indexer never got to publish), wait
+ * 5 us: the call returns, stages nothing (stage_map, stage and n_staged unchanged) and
+ * leaves the scratch zero. Then the words published: the same scratch, unzeroed,
+ * serves a call that stages what the twin does. */
+START_TEST(cut_never_published)
+{
+	int lim[4] = { 600, 5000, 20000, 60000 }, mode[4] = { M_WIDE, M_CLUSTER, M_WIDE, M_WIDE };
+	pcfg f = { 4, 512, 60000, 2, 400, 64, 64, 0, lim, mode, 81, CUT_EXACT };
+	pc c;
+	pc_make(&c, &f);
+	uint64_t rng = 82;
+	pc_stage(&c, -1, 3, &rng); /* cap for the published words */
+	ck_assert_int_gt(c.need, 0);
+	unsigned long long good[4];
+	memcpy(good, c.cut, sizeof good);
+	for (int r = 0; r < 4; r++)
+		c.cut[r] = cut_word(c.p.cut_epoch - 1, (uint32_t)(good[r] & 0xfff));
+	gcase d;
+	g_make(&d, &c, NULL, NULL);
+	d.g.wait_us = 5;
+	const size_t nw = (size_t)4 * 60000;
+	uint64_t *sm0 = malloc(sizeof(uint64_t) * nw), *gsm = malloc(sizeof(uint64_t) * nw);
+	uint8_t *st0 = malloc(c.stage_bytes), *gst = malloc(c.stage_bytes);
+	memcpy(sm0, c.p.stage_map, sizeof(uint64_t) * nw);
+	memcpy(st0, c.stage, c.stage_bytes);
+	const uint64_t t0 = strata_now_ns();
+	ck_assert_int_eq(g_prestage(&c, &d, 3, NULL, gsm, gst), 0);
+	const double ms = (double)(strata_now_ns() - t0) / 1e6;
+	printf("cut never published: returned after %.3f ms (with the copies back)\n", ms);
+	ck_assert_int_eq(pc_check(&c, gsm, gst, sm0, st0, 3, 1), 0);
+	ck_assert_mem_eq(gsm, sm0, sizeof(uint64_t) * nw);
+	ck_assert(!memcmp(gst, st0, c.stage_bytes));
+	/* now published */
+	memcpy(c.cut, good, sizeof good);
+	ck_assert_int_eq(strata_dev_copy(dev, d.cut, good, sizeof good, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	const long ng = g_prestage(&c, &d, 4, NULL, gsm, gst);
+	ck_assert_int_gt(ng, 0);
+	ck_assert_int_eq(pc_check(&c, gsm, gst, sm0, st0, 4, 1), ng);
+	ck_assert_int_eq(pc_run(&c, 4, 1), ng);
+	free(sm0); free(gsm); free(st0); free(gst);
+	g_free(&d);
+	pc_free(&c);
+}
+END_TEST
+
+/* Indexer with after_scan and cut_out, then prestage on a second stream after that
+ * event, polling the cut words, and the map after the prestage (events both ways), as
+ * the engine orders them. */
 START_TEST(indexer_after_scan_end_to_end)
 {
 	int rows_of[2] = { 2, 2 }, lim[4] = { 3000, 700, 400, 1500 };
@@ -289,10 +344,15 @@ START_TEST(indexer_after_scan_end_to_end)
 	p.scratch_bytes = strata_k_indexer_scratch(dev, &p);
 	p.scratch = to_dev(NULL, p.scratch_bytes);
 	ck_assert_int_eq(strata_dev_memset(dev, p.scratch, 0, p.scratch_bytes, NULL), 0);
+	unsigned long long *dcut = to_dev(NULL, sizeof(unsigned long long) * 4), hcut1[4], hcut[4];
+	ck_assert_int_eq(strata_dev_memset(dev, dcut, 0xff, sizeof hcut, NULL), 0);
+	p.cut_out = dcut;
+	p.cut_epoch = 1;
 	int32_t *ids0 = malloc(sizeof(int32_t) * n), *ids1 = malloc(sizeof(int32_t) * n);
 	float *gsc = malloc(sizeof(float) * n);
 	ck_assert_int_eq(strata_k_indexer(dev, &p, NULL), 0);
 	from_dev(ids0, p.out_ids, sizeof(int32_t) * n);
+	from_dev(hcut1, dcut, sizeof hcut1);
 
 	/* the CPU twin's scores and the reference */
 	td tc;
@@ -313,16 +373,17 @@ START_TEST(indexer_after_scan_end_to_end)
 	ck_assert_int_eq(strata_event_create(dev, &scan), 0);
 	ck_assert_int_eq(strata_event_create(dev, &staged), 0);
 	p.after_scan = scan;
+	p.cut_epoch = 2;
 	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
 	ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
 	from_dev(ids1, p.out_ids, sizeof(int32_t) * n);
 	from_dev(gsc, p.out_scores, sizeof(float) * n);
+	from_dev(hcut, dcut, sizeof hcut);
 	ck_assert_mem_eq(ids0, ids1, sizeof(int32_t) * n);
 
-	/* the case around the GPU's scores; last_scores: the previous call's out_scores
-	 * (the same inputs, so the same selection), in a buffer of their own */
+	/* the case around the GPU's scores and cut words */
 	int mode[4] = { 0, 0, 0, 0 };
-	pcfg pf = { 4, 512, 3000, 2, 450, 64, 64, 0, lim, mode, 72, 0, LS_EXACT };
+	pcfg pf = { 4, 512, 3000, 2, 450, 64, 64, 0, lim, mode, 72, CUT_EXACT };
 	pc c;
 	pc_make(&c, &pf);
 	float *hsc = malloc(sizeof(float) * 4 * gstride);
@@ -358,14 +419,22 @@ START_TEST(indexer_after_scan_end_to_end)
 		free(in);
 	}
 	free(ref);
+	/* the words against the host's bucket of the GPU's own topk-th scores */
+	check_cut_words(hcut, 2, 4, 512, lim, hsc, gstride, gsc);
+	for (int r = 0; r < 4; r++) /* the first call's: the same buckets, its epoch */
+		ck_assert_uint_eq(hcut1[r], cut_word(1, (uint32_t)(hcut[r] & 0xfff)));
 	c.p.scores = hsc;
 	c.p.score_stride = gstride;
-	c.p.last_scores = gsc;
-	float *dlast = to_dev(gsc, sizeof(float) * n);
+	for (int r = 0; r < 4; r++) /* what the chain's indexer call (cut_epoch 3) publishes */
+		hcut[r] = cut_word(3, (uint32_t)(hcut[r] & 0xfff));
+	c.p.cut = hcut;
+	c.p.cut_epoch = 3;
+	pc_covers(&c);
 	uint64_t rng = 73;
 	pc_stage(&c, -1, 0, &rng);
 	gcase d;
-	g_make(&d, &c, dsc, dlast);
+	g_make(&d, &c, dsc, dcut);
+	d.g.wait_us = 1000; /* the cut comes from the filter, on the other stream */
 	const size_t nw = (size_t)4 * 3000;
 	uint64_t *sm0 = malloc(sizeof(uint64_t) * nw), *gsm = malloc(sizeof(uint64_t) * nw);
 	uint8_t *st0 = malloc(c.stage_bytes), *gst = malloc(c.stage_bytes);
@@ -373,6 +442,7 @@ START_TEST(indexer_after_scan_end_to_end)
 	memcpy(st0, c.stage, c.stage_bytes);
 	/* the engine's order: indexer on s1, prestage on s2 after its scan (the scores stay
 	 * while top-k runs), s1 on after the prestage; checked step by step here */
+	p.cut_epoch = 3;
 	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
 	ck_assert_int_eq(strata_stream_wait_event(dev, s2, scan), 0);
 	d.g.epoch = 1;
@@ -384,6 +454,9 @@ START_TEST(indexer_after_scan_end_to_end)
 	from_dev(scr, d.g.scratch, c.p.scratch_bytes);
 	check_zero(scr, c.p.scratch_bytes);
 	free(scr);
+	unsigned long long now[4];
+	from_dev(now, dcut, sizeof now);
+	ck_assert_mem_eq(now, hcut, sizeof now);
 	from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
 	from_dev(gst, d.g.stage, c.stage_bytes);
 	ck_assert_int_gt(pc_check(&c, gsm, gst, sm0, st0, 1, 1), 0);
@@ -394,8 +467,9 @@ START_TEST(indexer_after_scan_end_to_end)
 	ck_assert_int_eq(cnt[2], 0); /* every miss of the selection was staged early */
 
 	/* The same chain with no host synchronisation inside, epoch 2, the scores
-	 * poisoned (NaN) first: only the events keep the prestage after the scan and the
-	 * map after the prestage; the result is the same list up to slot order. */
+	 * poisoned (NaN) first, cut_epoch 4 (the words hold 3 until the filter publishes):
+	 * only the events and the words keep the prestage after the scan and the cut, and
+	 * the map after the prestage; the result is the same list up to slot order. */
 	for (int r = 0; r < 4; r++)
 		if (lim[r] > 512)
 			ck_assert_int_eq(strata_dev_memset(dev, (float *)dsc + r * gstride, 0xff,
@@ -410,6 +484,7 @@ START_TEST(indexer_after_scan_end_to_end)
 				      .host_B = 64, .stage = d.g.stage, .stage_B = 64,
 				      .stage_map = d.g.stage_map, .epoch = 2, .miss_counts = dmc };
 	d.g.epoch = 2;
+	d.g.cut_epoch = p.cut_epoch = 4;
 	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
 	ck_assert_int_eq(strata_stream_wait_event(dev, s2, scan), 0);
 	ck_assert_int_eq(strata_k_attn_prestage(dev, &d.g, s2), 0);
@@ -431,7 +506,7 @@ START_TEST(indexer_after_scan_end_to_end)
 	strata_dev_free(dev, dmc);
 	free(out2);
 	free(sm0); free(gsm); free(st0); free(gst); free(gout); free(hsc);
-	strata_dev_free(dev, dlast);
+	strata_dev_free(dev, dcut);
 	g_free(&d);
 	pc_free(&c);
 	strata_event_destroy(dev, scan);
@@ -461,6 +536,7 @@ int main(void)
 	tcase_add_test(tc, random_rows_full_cap);
 	tcase_add_test(tc, many_rows_long_limits);
 	tcase_add_test(tc, small_cap);
+	tcase_add_test(tc, cut_never_published);
 	tcase_add_test(tc, indexer_after_scan_end_to_end);
 	suite_add_tcase(s, tc);
 	/* No fork: a CUDA context does not survive fork(), and the parent has one. */
