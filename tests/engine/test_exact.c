@@ -284,6 +284,73 @@ START_TEST(direct_misses_needs_hisparse)
 }
 END_TEST
 
+/* The trace: every CSA layer's points in order, the other layers without indexer
+ * points, the step's own row; the diagnostic host tier in "device" memory and spare
+ * SMs change no output; bad values are refused. */
+START_TEST(trace_and_diagnostics)
+{
+	strata_dev *d = open_cpu();
+	strata_ref_engine *a = make(d, STRATA_REF_ALL_RESIDENT, 2, 0, 9, STRATA_REF_STRUCTURED);
+	float t[STRATA_REF_T_POINTS];
+	ck_assert_int_eq(strata_ref_engine_trace(a, 0, t), -ENODATA);
+	strata_ref_config c = STRATA_REF_CONFIG_INIT;
+	ck_assert_int_eq(strata_model_preset("tiny", &c.model), 0);
+	c.mode = STRATA_REF_HISPARSE;
+	c.direct_misses = STRATA_REF_MISS_AUTO;
+	c.n_req = 2;
+	c.max_ctx = 2048;
+	c.seed = 9;
+	c.hot_slots = 80; /* barely more than a selection: misses every step */
+	c.trace = 1;
+	c.host_tier = STRATA_REF_HOST_DEVICE;
+	c.attn_spare_sms = 3;
+	strata_ref_engine *b = NULL;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &b), 0);
+	run(a, 2, 3);
+	run(b, 2, 3);
+	ck_assert_uint_eq(strata_ref_engine_digest(a), strata_ref_engine_digest(b));
+	float s0[STRATA_REF_T_POINTS];
+	ck_assert_int_eq(strata_ref_engine_trace(b, -1, s0), 0);
+	ck_assert_float_ge(s0[0], 0.0f);
+	float prev = s0[0];
+	int n_csa = 0;
+	for (int l = 0; l < c.model.n_layers; l++) {
+		ck_assert_int_eq(strata_ref_engine_trace(b, l, t), 0);
+		ck_assert_float_ge(t[STRATA_REF_T_START], prev);
+		if (t[STRATA_REF_T_INDEXED] >= 0) { /* a CSA layer */
+			n_csa++;
+			ck_assert_float_ge(t[STRATA_REF_T_INDEXED], t[STRATA_REF_T_START]);
+			ck_assert_float_ge(t[STRATA_REF_T_MAPPED], t[STRATA_REF_T_INDEXED]);
+			ck_assert_float_ge(t[STRATA_REF_T_ATTENDED], t[STRATA_REF_T_MAPPED]);
+			ck_assert_float_ge(t[STRATA_REF_T_SIDE], t[STRATA_REF_T_ATTENDED]);
+		} else {
+			ck_assert_float_eq(t[STRATA_REF_T_MAPPED], -1.0f);
+			ck_assert_float_eq(t[STRATA_REF_T_SIDE], -1.0f);
+			ck_assert_float_ge(t[STRATA_REF_T_ATTENDED], t[STRATA_REF_T_START]);
+		}
+		prev = t[STRATA_REF_T_ATTENDED];
+	}
+	ck_assert_int_eq(n_csa, strata_model_count(&c.model, 4));
+	ck_assert_float_ge(s0[1], prev);
+	ck_assert_int_eq(strata_ref_engine_trace(b, c.model.n_layers, t), -EINVAL);
+	ck_assert_int_eq(strata_ref_engine_trace(b, -2, t), -EINVAL);
+	ck_assert_int_eq(strata_ref_engine_trace(b, 0, NULL), -EINVAL);
+	strata_ref_stats st;
+	strata_ref_engine_stats(b, &st);
+	ck_assert_uint_gt(st.misses, 0);
+	strata_ref_engine_destroy(a);
+	strata_ref_engine_destroy(b);
+	strata_ref_engine *e = NULL;
+	c.host_tier = STRATA_REF_HOST_DEVICE + 1;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.host_tier = STRATA_REF_HOST_PINNED;
+	c.attn_spare_sms = -1;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	ck_assert_ptr_null(e);
+	strata_dev_close(d);
+}
+END_TEST
+
 START_TEST(chunked_prefill_identical)
 {
 	strata_dev *d = open_cpu();
@@ -408,6 +475,7 @@ int main(void)
 	tcase_add_test(tc, hisparse_identical_structured);
 	tcase_add_test(tc, hisparse_identical_uniform);
 	tcase_add_test(tc, direct_misses_needs_hisparse);
+	tcase_add_test(tc, trace_and_diagnostics);
 	tcase_add_test(tc, chunked_prefill_identical);
 	tcase_add_test(tc, seed_changes_outputs);
 	tcase_add_test(tc, fill_then_decode_identical);
