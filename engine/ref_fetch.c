@@ -303,17 +303,16 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_param
 	 * waits for this call but the next step: the index map takes what is published
 	 * by the time it runs.
 	 * The map row's writers are the appends (before the scan on the compute stream),
-	 * the last step's admission (joined at that step's end) and this step's, which
+	 * the last step's admission (joined by this step's start) and this step's, which
 	 * may overlap a late call here: a hit read as a miss or the reverse only changes
 	 * what is staged, never the bytes (the host tier's). An appended entry without a
-	 * hot slot must have been written back before it is copied. Stage entries,
-	 * stage_map and scratch are reused only by the next layer's call, after this one
-	 * on e->pre. */
+	 * hot slot must have been written back before it is copied: the compute stream
+	 * fenced those write-backs before the scan, so ev_scan orders this call after
+	 * them too. Stage entries, stage_map and scratch are reused only by the next
+	 * layer's call, after this one on e->pre. */
 	int err = strata_k_indexer_scores(e->dev, ip, &pp.scores, &pp.score_stride);
 	if (!err)
 		err = strata_stream_wait_event(e->dev, e->pre, e->ev_scan);
-	if (!err)
-		err = strata_hotcache_host_fence(e->hc, e->pre);
 	if (!err)
 		err = strata_k_attn_prestage(e->dev, &pp, e->pre);
 	if (!err)
