@@ -585,7 +585,8 @@ int strata_k_attn_map_cpu(const strata_attn_map_params *p);
  * the map. Every stage entry must be below 2^24 and the epoch below 2^40, new for
  * each call that shares a stage_map (it starts all zero, so the first epoch is 1).
  * The scratch (strata_k_attn_prestage_scratch bytes) is zero before the first call
- * and left zero by each. */
+ * and left zero by each. GPU: n_rows <= 65535, host and stage 16-byte aligned (the
+ * copies move 16-byte pieces), else -EINVAL. */
 typedef struct strata_attn_prestage_params {
 	int n_rows;
 	int topk;

@@ -205,7 +205,8 @@ extern "C" int strata_k_attn_prestage_gpu(strata_dev *dev, const strata_attn_pre
 	int err = pre_check(p);
 	if (err || !p->n_rows)
 		return err;
-	if (p->n_rows > 65535 || ((uintptr_t)p->scratch & 3))
+	if (p->n_rows > 65535 || ((uintptr_t)p->scratch & 3) || ((uintptr_t)p->host & 15) ||
+	    ((uintptr_t)p->stage & 15))
 		return -EINVAL;
 	const long long chunks = ((long long)p->max_limit + kChunk - 1) / kChunk;
 	if (chunks < 1)
