@@ -217,15 +217,9 @@ static void run_gpu_case(pc *c, int full, uint64_t e)
 
 START_TEST(random_rows_full_cap)
 {
-	int lim[11] = { 0, 1, 511, 512, 513, 4097, 20000, 3001, 2999, 1500, 2500 };
-	int mode[11] = { 0, 0, 0, 0, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_EQUAL, M_ZERO, M_NEG };
-	int lim8[8] = { 0, 1, 7, 8, 9, 100, 5000, 4099 };
-	int mode8[8] = { M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_WIDE, M_WIDE };
 	/* test_prestage.c's three cases: exact cuts, then mixed words (exact, jittered,
 	 * stale: the CTAs poll wait_us and give up, CUT_ALL, above every bucket) */
-	pcfg cfgs[3] = { { 11, 512, 20000, 4, 400, 64, 64, 0, lim, mode, 11, CUT_EXACT },
-			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 12, CUT_EXACT },
-			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 14, CUT_MIXED } };
+	const pcfg *cfgs = random_cases;
 	for (int t = 0; t < 3; t++) {
 		pc c;
 		pc_make(&c, &cfgs[t]);

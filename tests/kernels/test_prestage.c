@@ -549,6 +549,21 @@ static void check_cut_words(const unsigned long long *cut, uint64_t ce, int n_ro
 }
 
 /* gpu_prestage.c includes the case builder and checks above, not the tests below */
+/* The random cases both backends run: topk 512 (limits 0, 1, k-1, k, k+1, 4097,
+ * 20000, a cluster, all equal, all zero of both signs, all negative) with exact cuts,
+ * then topk 8 with map_stride below a limit, with exact and then mixed cut words. */
+static const int rc_lim[11] = { 0, 1, 511, 512, 513, 4097, 20000, 3001, 2999, 1500, 2500 };
+static const int rc_mode[11] = { 0, 0, 0, 0, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_EQUAL,
+				 M_ZERO, M_NEG };
+static const int rc_lim8[8] = { 0, 1, 7, 8, 9, 100, 5000, 4099 };
+static const int rc_mode8[8] = { M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_WIDE,
+				 M_WIDE };
+static const pcfg random_cases[3] = {
+	{ 11, 512, 20000, 4, 400, 64, 64, 0, rc_lim, rc_mode, 11, CUT_EXACT },
+	{ 8, 8, 4500, 3, 300, 64, 2, 0, rc_lim8, rc_mode8, 12, CUT_EXACT },
+	{ 8, 8, 4500, 3, 300, 64, 2, 0, rc_lim8, rc_mode8, 14, CUT_MIXED }
+};
+
 #ifndef PRESTAGE_HELPERS_ONLY
 
 #ifdef __FLT16_MANT_DIG__ /* the compiler's own fp16 conversion, a second reference */
@@ -820,13 +835,7 @@ END_TEST
  * mixed words (exact, jittered, stale, CUT_ALL, above every bucket) against the rule. */
 START_TEST(random_rows_full_cap)
 {
-	int lim[11] = { 0, 1, 511, 512, 513, 4097, 20000, 3001, 2999, 1500, 2500 };
-	int mode[11] = { 0, 0, 0, 0, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_EQUAL, M_ZERO, M_NEG };
-	int lim8[8] = { 0, 1, 7, 8, 9, 100, 5000, 4099 };
-	int mode8[8] = { M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_WIDE, M_CLUSTER, M_WIDE, M_WIDE };
-	pcfg cfgs[3] = { { 11, 512, 20000, 4, 400, 64, 64, 0, lim, mode, 11, CUT_EXACT },
-			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 12, CUT_EXACT },
-			 { 8, 8, 4500, 3, 300, 64, 2, 0, lim8, mode8, 14, CUT_MIXED } };
+	const pcfg *cfgs = random_cases;
 	for (int t = 0; t < 3; t++) {
 		pc c;
 		pc_make(&c, &cfgs[t]);
@@ -837,7 +846,7 @@ START_TEST(random_rows_full_cap)
 		if (t == 2) { /* the mixed words: stale rows stage nothing, the others by rule */
 			int stale = 0;
 			for (int r = 0; r < 8; r++)
-				stale += lim8[r] > 8 && c.cut[r] >> 12 != c.p.cut_epoch;
+				stale += rc_lim8[r] > 8 && c.cut[r] >> 12 != c.p.cut_epoch;
 			ck_assert_int_gt(stale, 0);
 			ck_assert_int_gt(pc_run(&c, 5, 1), 0);
 			pc_free(&c);
