@@ -63,7 +63,7 @@ if [ "$mode" = huge ]; then # the host tier on 2 MiB pages against 4 KiB pages, 
 fi
 if [ "$mode" = early ]; then # early staging (direct_misses EARLY) against AUTO, ~5 min
 	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 5 --rows hisparse-direct,hisparse-early
-	run decode_128k_s16 120 bench decode --check --contexts 128K --batches 1 --reps 5 --rows hisparse-early --early-slack 16
+	run decode_128k_trace 120 bench decode --check --contexts 128K --batches 1 --reps 5 --rows hisparse-direct,hisparse-early --trace
 	run decode_1m 300 bench decode --check --contexts 1M --batches 1,8 --reps 5 --rows hisparse-direct,hisparse-early --host-gib 110
 	timeout 200 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
 		"$B" bench decode --contexts 128K --batches 1 --reps 2 --rows hisparse-early --profile \
