@@ -37,7 +37,7 @@ static int grow_hashes(strata_ref_engine *e)
  * layer's part, HISPARSE's appends of the step, all CSA layers in one batch (one
  * strata_hotcache_append per step): float entries [n_csa][R][512], int32 rl and ids
  * [n_csa][R], row csa * R + r for request r (id -1: it completed no entry there).
- * Every part is a multiple of 8 bytes. */
+ * A layer's part is padded to 256 bytes; inside it every array is a multiple of 16. */
 typedef struct prep_view {
 	float *win, *main, *idx;
 	int64_t *win_slots, *main_slots, *idx_slots;
@@ -86,7 +86,10 @@ static size_t prep_bytes(const strata_ref_engine *e)
 int ref_step_init(strata_ref_engine *e)
 {
 	const size_t R = (size_t)e->cfg.n_req;
-	e->prep_layer_bytes = R * (sizeof(float) * (2 * REF_D + REF_ID) + 3 * sizeof(int64_t));
+	/* rounded up to 256 bytes, so that every layer's part starts as aligned as the
+	 * kernels need (the index keys 16 bytes, kernels.h) */
+	e->prep_layer_bytes =
+		(R * (sizeof(float) * (2 * REF_D + REF_ID) + 3 * sizeof(int64_t)) + 255) & ~(size_t)255;
 	size_t bytes = prep_bytes(e);
 	/* Pinned, so that phase (a)'s one upload is a true asynchronous copy. */
 	int err = strata_dev_host_alloc(e->dev, bytes, (void **)&e->h_prep);

@@ -10,6 +10,7 @@
 #include "kernels_int.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ---- public scalar codecs ------------------------------------------------------------ */
@@ -23,20 +24,23 @@ float strata_bf16_decode(uint16_t b) { return codec_bf16_decode(b); }
 
 /* ---- argument checks, shared by both backends ------------------------------------- */
 
-static int check_main(const void *in, const void *out, int n, int B)
+/* The same shape and alignment rules on both backends (kernels.h), so that a caller's
+ * misaligned array fails in the CPU tests as it would on the GPU: fp32 side `fa`
+ * bytes aligned (8 for main entries, 16 for index keys), byte side 4. */
+static int check_main(const float *f, const void *bytes, int n, int B, uintptr_t fa)
 {
 	if (n < 0 || B < 1)
 		return -EINVAL;
-	if (n > 0 && (!in || !out))
+	if (n > 0 && (!f || !bytes || ((uintptr_t)f & (fa - 1)) || ((uintptr_t)bytes & 3)))
 		return -EINVAL;
 	return 0;
 }
 
-static int check_index(strata_index_fmt f, const void *in, const void *out, int n, int B)
+static int check_index(strata_index_fmt fm, const float *f, const void *bytes, int n, int B)
 {
-	if (f != STRATA_INDEX_MXFP4 && f != STRATA_INDEX_FP8)
+	if (fm != STRATA_INDEX_MXFP4 && fm != STRATA_INDEX_FP8)
 		return -EINVAL;
-	return check_main(in, out, n, B);
+	return check_main(f, bytes, n, B, 16);
 }
 
 /* ---- main entries ------------------------------------------------------------------- */
@@ -79,7 +83,7 @@ static void main_decode_one(const uint8_t *data, const uint8_t *scales, float *y
 
 int strata_k_main_encode_cpu(const strata_main_encode_params *p)
 {
-	int err = p ? check_main(p->src, p->pool, p->n, p->B) : -EINVAL;
+	int err = p ? check_main(p->src, p->pool, p->n, p->B, 8) : -EINVAL;
 	if (err)
 		return err;
 	for (int i = 0; i < p->n; i++) {
@@ -95,7 +99,7 @@ int strata_k_main_encode_cpu(const strata_main_encode_params *p)
 
 int strata_k_main_decode_cpu(const strata_main_decode_params *p)
 {
-	int err = p ? check_main(p->pool, p->dst, p->n, p->B) : -EINVAL;
+	int err = p ? check_main(p->dst, p->pool, p->n, p->B, 8) : -EINVAL;
 	if (err)
 		return err;
 	for (int i = 0; i < p->n; i++) {
@@ -181,7 +185,7 @@ int strata_k_index_encode_cpu(const strata_index_encode_params *p)
 
 int strata_k_index_decode_cpu(const strata_index_decode_params *p)
 {
-	int err = p ? check_index(p->fmt, p->pages, p->dst, p->n, p->B) : -EINVAL;
+	int err = p ? check_index(p->fmt, p->dst, p->pages, p->n, p->B) : -EINVAL;
 	if (err)
 		return err;
 	for (int i = 0; i < p->n; i++) {
@@ -207,7 +211,7 @@ int strata_k_main_encode(strata_dev *d, const strata_main_encode_params *p, stra
 {
 #ifdef STRATA_HAVE_CUDA
 	if (strata_dev_is_gpu(d)) {
-		int err = p ? check_main(p->src, p->pool, p->n, p->B) : -EINVAL;
+		int err = p ? check_main(p->src, p->pool, p->n, p->B, 8) : -EINVAL;
 		return err ? err : strata_k_main_encode_gpu(d, p, s);
 	}
 #endif
@@ -218,7 +222,7 @@ int strata_k_main_decode(strata_dev *d, const strata_main_decode_params *p, stra
 {
 #ifdef STRATA_HAVE_CUDA
 	if (strata_dev_is_gpu(d)) {
-		int err = p ? check_main(p->pool, p->dst, p->n, p->B) : -EINVAL;
+		int err = p ? check_main(p->dst, p->pool, p->n, p->B, 8) : -EINVAL;
 		return err ? err : strata_k_main_decode_gpu(d, p, s);
 	}
 #endif
@@ -242,7 +246,7 @@ int strata_k_index_decode(strata_dev *d, const strata_index_decode_params *p,
 {
 #ifdef STRATA_HAVE_CUDA
 	if (strata_dev_is_gpu(d)) {
-		int err = p ? check_index(p->fmt, p->pages, p->dst, p->n, p->B) : -EINVAL;
+		int err = p ? check_index(p->fmt, p->dst, p->pages, p->n, p->B) : -EINVAL;
 		return err ? err : strata_k_index_decode_gpu(d, p, s);
 	}
 #endif

@@ -117,8 +117,9 @@ int strata_dev_check(strata_dev *dev, const char *what);
  * Entry number `slot` lives in block slot / B at offset slot % B. A negative slot
  * (FlashMLA's -1) is skipped by encode (nothing written) and decodes to zeros; block
  * padding is never written. NaN encodes as e4m3 0x7f; NaN and +-inf do not enter a
- * tile's amax (inf saturates to +-448 * s). GPU backend: fp32 arrays 8-byte aligned
- * (16 for the index kernels), byte pools 4-byte aligned, else -EINVAL. */
+ * tile's amax (inf saturates to +-448 * s). Both backends: fp32 arrays 8-byte aligned
+ * (16 for the index kernels), byte pools 4-byte aligned, else -EINVAL (the CPU path
+ * refuses what the GPU would, so CPU tests catch a misaligned caller). */
 typedef struct strata_main_encode_params {
 	const float *src;      /* [n][512]: dims 0..447 NoPE, 448..511 RoPE */
 	const int64_t *slots;  /* [n] destination slots; NULL means 0..n-1 */
