@@ -424,7 +424,9 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 		err = strata_event_elapsed_ms(e->dev, e->ev0, e->ev1, ms);
 	for (int i = 0; e->tev && !err && i < (NL + 1) * STRATA_REF_T_POINTS; i++) {
 		float t = 0.0f;
-		if (e->trecorded[i] && !(err = strata_event_elapsed_ms(e->dev, e->ev0, e->tev[i], &t)))
+		/* a SIDE point may be on a side stream still running past ev1 */
+		if (e->trecorded[i] && !(err = strata_event_sync(e->dev, e->tev[i])) &&
+		    !(err = strata_event_elapsed_ms(e->dev, e->ev0, e->tev[i], &t)))
 			e->trace_us[i] = t * 1000.0f;
 	}
 	if (e->tev && !err) { /* the end is ev1 */
