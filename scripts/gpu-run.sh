@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -13,8 +13,12 @@
 #                                               128K b1/b32 and 1M b32, ~8 min)
 set -uo pipefail
 mode=${1:-quick}
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
+# Logs go to a scratch folder; at exit they are packed into OUT/all.tgz (the device
+# tool returns at most 8 files).
+dest=${OUT:-$PWD/gpu-out}
+out=$(mktemp -d /tmp/gpu-run.XXXXXX)
+mkdir -p "$dest"
+trap 'tar czf "$dest/all.tgz" -C "$out" .' EXIT
 deps=$PWD/.deps
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$deps/usr/bin:$PATH
@@ -59,6 +63,16 @@ if [ "$mode" = huge ]; then # the host tier on 2 MiB pages against 4 KiB pages, 
 	run decode_128k_huge 150 bench decode --check --contexts 128K --batches 1,32 --reps 5 --rows hisparse-direct,hisparse-early --host-huge
 	run decode_1m_huge 200 bench decode --check --contexts 1M --batches 1 --reps 5 --rows hisparse-direct --host-huge
 	run fetch_huge 100 bench fetch --check --sizes 512,32768
+	exit 0
+fi
+if [ "$mode" = trace ]; then # where a batch-1 step's time goes, per CSA layer and kernel
+	run trace_128k 150 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct,hisparse-early --trace
+	run trace_128k_hod 100 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct --trace --host-on-device
+	run trace_1m 150 bench decode --check --contexts 1M --batches 1 --reps 5 --rows hisparse-direct,hisparse-early --trace --host-gib 110
+	timeout 240 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
+		"$B" bench decode --contexts 128K --batches 1 --reps 2 --rows hisparse-direct,hisparse-early --profile \
+		>"$out/ncu_b1.csv" 2>"$out/ncu_b1.err"
+	stamp "ncu rc=$?"
 	exit 0
 fi
 if [ "$mode" = early ]; then # early staging (direct_misses EARLY) against AUTO, ~5 min
