@@ -274,6 +274,13 @@ static int prepare(strata_ref_engine *e, int *n128)
 	free(iqb);
 	if (err)
 		return err;
+	/* The device is idle: the last step's side work (admissions, write-backs,
+	 * predictions) is done, so the device phase need not wait for any of it. */
+	e->side_open = 0;
+	if (e->hc)
+		err = strata_hotcache_settled(e->hc);
+	if (err)
+		return err;
 	for (int r = 0; r < R; r++)
 		e->len[r]++;
 	return 0;

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "kernels/attention_int.h"
+#include "kernels/gather_int.h"
 #include "kernels/kernels_int.h"
 
 namespace {
@@ -880,106 +881,124 @@ __global__ void combine_kernel(strata_attn_combine_params p)
 		p.lse[i] = lse;
 }
 
-/* One thread per list position, warp-aligned so that a warp's lanes stay together for
- * the staged copy: the warp's misses go 4 at a time, 8 lanes per entry (16-byte pieces
- * sub, sub + 8, ...; lane 7 of each eight also the 8 scale bytes), and a lane issues
- * the loads of kMapRounds rounds before any store, so up to 16 misses of a warp cost
- * one bus round trip (a warp holds 32 positions; at batch 1 a round trip is several
- * microseconds on the critical path, so the slowest warp's count of them matters). */
-constexpr int kMapRounds = 4;
+/* Where list position i goes (every mode): out[i], and for a miss to be copied by
+ * this call (staged), its host entry in *src (else -1). Counts early / late misses. */
+__device__ __forceinline__ int64_t map_one(const strata_attn_map_params &p, size_t i,
+					   bool *early, bool *late)
+{
+	const int32_t id = p.ids[i];
+	const size_t r = i / p.width;
+	*early = *late = false;
+	if (id < 0) {
+		p.out[i] = -1;
+		return -1;
+	}
+	if (!p.map) {
+		p.out[i] = p.row_base[r] + (p.positional ? (int32_t)(i % p.width) : id);
+		return -1;
+	}
+	const int32_t v = id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
+	if (v >= 0) {
+		p.out[i] = v;
+		return -1;
+	}
+	/* volatile: early staging may publish while this runs */
+	const uint64_t sv = p.stage_map && id < p.map_stride
+				    ? *reinterpret_cast<const volatile unsigned long long *>(
+					      p.stage_map + r * p.map_stride + id)
+				    : 0;
+	*late = !(p.stage_map && sv >> 24 == p.epoch);
+	if (!*late) {
+		*early = true;
+		p.out[i] = -2 - (int32_t)(sv & 0xffffffu);
+		return -1;
+	}
+	if (p.stage) {
+		p.out[i] = -2 - (int32_t)i;
+		return (int64_t)p.row_base[r] + id;
+	}
+	p.out[i] = -2 - (p.row_base[r] + id);
+	return -1;
+}
+
+__device__ __forceinline__ void map_count(const strata_attn_map_params &p, bool early, bool late)
+{
+	if (!p.miss_counts)
+		return;
+	const unsigned ne = __ballot_sync(0xffffffffu, early);
+	const unsigned nl = __ballot_sync(0xffffffffu, late);
+	if ((threadIdx.x & 31) == 0 && ne)
+		atomicAdd(&p.miss_counts[0], (unsigned long long)__popc(ne));
+	if ((threadIdx.x & 31) == 0 && nl)
+		atomicAdd(&p.miss_counts[1], (unsigned long long)__popc(nl));
+}
+
+/* Without staged copies: one thread per list position. */
 __global__ void map_kernel(strata_attn_map_params p)
 {
 	const size_t n = (size_t)p.n_rows * p.width;
-	const int lane = threadIdx.x & 31, sub = lane & 7, q = lane >> 3;
-	const size_t warps = (size_t)gridDim.x * (blockDim.x >> 5);
-	for (size_t w0 = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5; w0 * 32 < n;
-	     w0 += warps) { /* warp-uniform */
-		const size_t i = w0 * 32 + lane;
-		int64_t src = -1; /* staged miss: its host entry */
+	const size_t stride = (size_t)gridDim.x * blockDim.x;
+	for (size_t w = (size_t)blockIdx.x * blockDim.x; w < n; w += stride) { /* block-uniform */
+		const size_t i = w + threadIdx.x;
 		bool early = false, late = false;
-		if (i < n) {
-			const int32_t id = p.ids[i];
-			const size_t r = i / p.width;
-			if (id < 0) {
-				p.out[i] = -1;
-			} else if (p.map) {
-				const int32_t v =
-					id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
-				/* volatile: early staging may publish while this runs */
-				const uint64_t sv =
-					v < 0 && p.stage_map && id < p.map_stride
-						? *reinterpret_cast<const volatile unsigned long long *>(
-							  p.stage_map + r * p.map_stride + id)
-						: 0;
-				if (v >= 0) {
-					p.out[i] = v;
-				} else if (p.stage_map && sv >> 24 == p.epoch) {
-					p.out[i] = -2 - (int32_t)(sv & 0xffffffu);
-					early = true;
-				} else if (p.stage) {
-					src = (int64_t)p.row_base[r] + id;
-					p.out[i] = -2 - (int32_t)i;
-					late = true;
-				} else {
-					p.out[i] = -2 - (p.row_base[r] + id);
-					late = true;
+		if (i < n)
+			(void)map_one(p, i, &early, &late);
+		map_count(p, early, late);
+	}
+}
+
+/* Staged: a block per tile of kMapTile positions. Its first warp looks them up and
+ * lists the tile's misses in shared memory; then the whole block copies them, every
+ * (miss, 16-byte piece) pair its own thread, each thread's loads (up to kMapLoads)
+ * issued before its stores. A tile's misses thus cost about one bus round trip after
+ * the lookup, and a warp's 32 lanes read 512 contiguous bytes of one entry. */
+constexpr int kMapTile = 32, kMapThreads = 128, kMapLoads = 4;
+__global__ void __launch_bounds__(kMapThreads) map_staged_kernel(strata_attn_map_params p)
+{
+	__shared__ int64_t src[kMapTile], dst[kMapTile];
+	__shared__ int cnt;
+	const size_t n = (size_t)p.n_rows * p.width;
+	for (size_t t0 = (size_t)blockIdx.x * kMapTile; t0 < n; t0 += (size_t)gridDim.x * kMapTile) {
+		if (threadIdx.x < 32) {
+			const size_t i = t0 + threadIdx.x;
+			bool early = false, late = false;
+			const int64_t s = i < n ? map_one(p, i, &early, &late) : -1;
+			map_count(p, early, late);
+			const unsigned mm = __ballot_sync(0xffffffffu, s >= 0);
+			if (s >= 0) {
+				const int m = __popc(mm & ((1u << threadIdx.x) - 1u));
+				src[m] = s;
+				dst[m] = (int64_t)i;
+			}
+			if (threadIdx.x == 0)
+				cnt = __popc(mm);
+		}
+		__syncthreads();
+		const int pieces = cnt * GATHER_PIECES;
+		for (int f0 = 0; f0 < pieces; f0 += kMapThreads * kMapLoads) {
+			uint4 v[kMapLoads];
+#pragma unroll
+			for (int u = 0; u < kMapLoads; u++) {
+				const int f = f0 + u * kMapThreads + threadIdx.x;
+				if (f < pieces) {
+					const int m = f / GATHER_PIECES, pc = f - m * GATHER_PIECES;
+					v[u] = gather_piece_load(attn_entry_data(p.host, p.host_B, src[m]),
+								 attn_entry_scales(p.host, p.host_B, src[m]), pc);
 				}
-			} else {
-				p.out[i] = p.row_base[r] + (p.positional ? (int32_t)(i % p.width) : id);
-			}
-		}
-		if (p.miss_counts) {
-			const unsigned ne = __ballot_sync(0xffffffffu, early);
-			const unsigned nl = __ballot_sync(0xffffffffu, late);
-			if (lane == 0 && ne)
-				atomicAdd(&p.miss_counts[0], (unsigned long long)__popc(ne));
-			if (lane == 0 && nl)
-				atomicAdd(&p.miss_counts[1], (unsigned long long)__popc(nl));
-		}
-		if (!p.stage)
-			continue;
-		const unsigned mm = __ballot_sync(0xffffffffu, src >= 0);
-		const int cnt = __popc(mm);
-		for (int e0 = 0; e0 < cnt; e0 += 4 * kMapRounds) { /* rounds of 4 entries */
-			uint4 v[kMapRounds][5];
-			uint2 sc[kMapRounds];
-			const uint4 *sd[kMapRounds];
-			const uint2 *ss[kMapRounds];
-			uint4 *dd[kMapRounds];
-			uint2 *ds[kMapRounds];
-			bool act[kMapRounds];
-#pragma unroll
-			for (int u = 0; u < kMapRounds; u++) {
-				const int e = e0 + 4 * u + q;
-				act[u] = e < cnt;
-				const int owner = act[u] ? (int)__fns(mm, 0, e + 1) : lane;
-				const int64_t s_e = __shfl_sync(0xffffffffu, src, owner);
-				const int64_t d_e = (int64_t)(w0 * 32 + owner);
-				sd[u] = (const uint4 *)attn_entry_data(p.host, p.host_B, act[u] ? s_e : 0);
-				ss[u] = (const uint2 *)attn_entry_scales(p.host, p.host_B, act[u] ? s_e : 0);
-				dd[u] = (uint4 *)attn_entry_data(p.stage, p.stage_B, d_e);
-				ds[u] = (uint2 *)attn_entry_scales(p.stage, p.stage_B, d_e);
-				if (!act[u])
-					continue;
-#pragma unroll
-				for (int c = 0; c < 5; c++)
-					if (sub + 8 * c < 36)
-						v[u][c] = __ldcs(sd[u] + sub + 8 * c);
-				if (sub == 7)
-					sc[u] = __ldcs(ss[u]);
 			}
 #pragma unroll
-			for (int u = 0; u < kMapRounds; u++) {
-				if (!act[u])
-					continue;
-#pragma unroll
-				for (int c = 0; c < 5; c++)
-					if (sub + 8 * c < 36)
-						dd[u][sub + 8 * c] = v[u][c];
-				if (sub == 7)
-					*ds[u] = sc[u];
+			for (int u = 0; u < kMapLoads; u++) {
+				const int f = f0 + u * kMapThreads + threadIdx.x;
+				if (f < pieces) {
+					const int m = f / GATHER_PIECES, pc = f - m * GATHER_PIECES;
+					gather_piece_store(
+						const_cast<uint8_t *>(attn_entry_data(p.stage, p.stage_B, dst[m])),
+						const_cast<uint8_t *>(attn_entry_scales(p.stage, p.stage_B, dst[m])),
+						pc, v[u]);
+				}
 			}
 		}
+		__syncthreads(); /* src, dst and cnt are rewritten by the next tile */
 	}
 }
 
@@ -1173,10 +1192,14 @@ extern "C" int strata_k_attn_map_gpu(strata_dev *dev, const strata_attn_map_para
 	size_t n = (size_t)p->n_rows * p->width;
 	if (!n)
 		return 0;
-	/* staged: 64-thread blocks, so that a small batch's misses spread over more SMs */
-	const unsigned bt = p->stage ? 64 : 256;
-	unsigned blocks = (unsigned)((n + bt - 1) / bt);
-	map_kernel<<<blocks < 4096 ? blocks : 4096, bt, 0, (cudaStream_t)s>>>(*p);
+	if (p->stage) { /* a block per 32 positions: a small batch's copies over many SMs */
+		const size_t tiles = (n + kMapTile - 1) / kMapTile;
+		map_staged_kernel<<<(unsigned)(tiles < 8192 ? tiles : 8192), kMapThreads, 0,
+				    (cudaStream_t)s>>>(*p);
+	} else {
+		const size_t blocks = (n + 255) / 256;
+		map_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, (cudaStream_t)s>>>(*p);
+	}
 	return strata_dev_check(dev, "attention index map");
 }
 

@@ -343,6 +343,16 @@ int strata_hotcache_host_fence(strata_hotcache *hc, strata_stream *stream)
 	return hc->written ? strata_stream_wait_event(hc->dev, stream, hc->ev_wb) : 0;
 }
 
+int strata_hotcache_settled(strata_hotcache *hc)
+{
+	if (!hc)
+		return -EINVAL;
+	hc->written = 0;
+	hc->predicted = 0;
+	hc->stepped = 0;
+	return 0;
+}
+
 int strata_hotcache_step(strata_hotcache *hc, const strata_hotcache_batch *b, strata_stream *s)
 {
 	if (!hc || !b || b->rows < 0 || b->rows > hc->c.max_rows || b->k <= 0 ||

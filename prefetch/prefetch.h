@@ -107,6 +107,11 @@ int strata_hotcache_residency(const strata_hotcache *hc, const int32_t **map, in
  * in place: an appended entry that found no hot slot lives only there. No-op when
  * nothing was appended. */
 int strata_hotcache_host_fence(strata_hotcache *hc, strata_stream *stream);
+/* The caller has waited for the whole device (strata_dev_sync) since the last call on
+ * hc: every write-back and prediction enqueued so far is complete, so the next calls
+ * skip their waits for them (and host_fence is a no-op until the next append). A
+ * wrong claim breaks the ordering; -EINVAL for NULL. */
+int strata_hotcache_settled(strata_hotcache *hc);
 /* The effective configuration (defaults filled in). */
 int strata_hotcache_get_config(const strata_hotcache *hc, strata_hotcache_config *out);
 

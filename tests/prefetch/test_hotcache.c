@@ -252,6 +252,17 @@ START_TEST(residency_without_output)
 	int32_t arl = 1, aid = 300;
 	ck_assert_int_eq(rig_append(&a, 1, &arl, &aid, src), 0);
 	ck_assert_int_eq(strata_hotcache_host_fence(a.hc, NULL), 0);
+	/* settled after a device sync: the next steps still name what they return */
+	ck_assert_int_eq(strata_hotcache_settled(NULL), -EINVAL);
+	ck_assert_int_eq(strata_dev_sync(a.dev), 0);
+	ck_assert_int_eq(strata_hotcache_settled(a.hc), 0);
+	ck_assert_int_eq(strata_hotcache_host_fence(a.hc, NULL), 0);
+	for (int i = 0; i < 2 * 16; i++)
+		ids[i] = i % 5 == 1 ? -1 : (int32_t)(tu_next(&seed) % 120);
+	ck_assert_int_eq(rig_step(&a, 2, 16, ids, rls, out), 0);
+	for (int i = 0; i < 2 * 16; i++)
+		if (ids[i] >= 0)
+			ck_assert_int_eq(map[(size_t)rls[i / 16] * stride + ids[i]], out[i]);
 	rig_close(&a);
 	rig_close(&b);
 }
