@@ -89,7 +89,7 @@ static int list_has(const char *list, const char *name)
 
 typedef struct point {
 	int ok;
-	double med_ms, p99_ms, prep_ms, launch_ms, hit;
+	double med_ms, mean_ms, p99_ms, prep_ms, launch_ms, hit;
 	uint64_t dev_per_req, digest;
 	double fetched_mb;  /* host -> device MB per timed step (selected entries) */
 	double early;       /* EARLY: share of the misses staged while top-k ran, or -1 */
@@ -185,6 +185,9 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 		strata_ref_engine_stats(e, &st);
 		bench_stats bs = bench_stats_of(t, o->reps);
 		pt->med_ms = bs.median;
+		pt->mean_ms = 0.0;
+		for (int i = 0; i < o->reps; i++)
+			pt->mean_ms += t[i] / o->reps;
 		pt->p99_ms = bs.p99;
 		pt->prep_ms = bench_stats_of(tp, o->reps).median;
 		pt->launch_ms = bench_stats_of(tl, o->reps).median;
@@ -306,7 +309,9 @@ int strata_bench_decode(int argc, char **argv)
 		       "writes / hot-cache append + write-back, scan, top-k, fetch, attention; all "
 		       "%d layers, launched back to back, event-timed); host_prep_ms = the host "
 		       "model math before it (not in step_ms); launch_ms = host time issuing the "
-		       "device phase (near step_ms: launch bound); %d warm-up + %d timed steps",
+		       "device phase (near step_ms: launch bound); step_ms and vs_resident are "
+		       "medians, mean_ms the mean (every 4th step completes C4 entries and costs "
+		       "more: use --reps in multiples of 4); %d warm-up + %d timed steps",
 		       m.name, uniform ? "uniform" : "structured", m.n_layers, o.warmup, o.reps);
 	/* rows: the three modes, HISPARSE with direct_misses AUTO and EARLY, then
 	 * (--direct-all) IN_PLACE and STAGED (engine.h) */
@@ -380,6 +385,8 @@ int strata_bench_decode(int argc, char **argv)
 					      "host_prep_ms", bench_fmt("%.3f", pt[mode].prep_ms),
 					      "launch_ms", bench_fmt("%.3f", pt[mode].launch_ms),
 					      "vs_resident", pt[0].ok ? bench_fmt("%.3f", pt[mode].med_ms / pt[0].med_ms) : "n/a",
+					      "mean_ms", bench_fmt("%.3f", pt[mode].mean_ms),
+					      "mean_vs_resident", pt[0].ok ? bench_fmt("%.3f", pt[mode].mean_ms / pt[0].mean_ms) : "n/a",
 					      "dev_MiB_per_req", bench_fmt("%.1f", pt[mode].dev_per_req / 1048576.0),
 					      "dev_vs_resident", pt[0].ok ? bench_fmt("%.3f", (double)pt[mode].dev_per_req / (double)pt[0].dev_per_req) : "n/a",
 					      "hit_rate", row_mode[mode] == STRATA_REF_HISPARSE ? bench_fmt("%.3f", pt[mode].hit) : "-",

@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|step|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -42,6 +42,12 @@ run() { # name timeout args...
 	stamp "$name rc=$?"
 	grep -v '^#' "$out/$name.txt" | head -40
 }
+if [ "$mode" = step ]; then # issue 5's decode ratios, mean and median, plus a batch-1 trace (~5 min)
+	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct
+	run trace_128k 100 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct --trace
+	run decode_1m 300 bench decode --check --contexts 1M --batches 1,32 --reps 8 --rows hisparse-direct --host-gib 110
+	exit 0
+fi
 run attn 60 bench attn --check
 run indexer_1row 60 bench indexer --phases --check --ctx 128K,1M --batch 1 --rows 1
 if [ "$mode" = targets ]; then # one pass over the open issues' figures (~8 min)
