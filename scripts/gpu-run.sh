@@ -45,7 +45,7 @@ run() { # name timeout args...
 if [ "$mode" = step ]; then # issue 5's decode ratios, mean and median, plus a batch-1 trace (~5 min)
 	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct
 	run trace_128k 100 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct --trace
-	run decode_1m 300 bench decode --check --contexts 1M --batches 1,32 --reps 8 --rows hisparse-direct --host-gib 110
+	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows hisparse-direct --host-gib 110
 	exit 0
 fi
 run attn 60 bench attn --check
