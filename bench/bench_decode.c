@@ -29,6 +29,7 @@ static const char *usage =
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
 	"                           [--direct-all] [--rows NAME,..] [--tc]\n"
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
+	"                           [--early-ctas N] [--early-slots N] [--priority-main]\n"
 	"                           [--trace]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
@@ -39,7 +40,9 @@ static const char *usage =
 	"--host-huge: the host tier on 2 MiB pages where the system has them (engine.h\n"
 	"host_tier; a note says which pages each point got). --host-on-device: diagnostic,\n"
 	"the host tier in device memory (the bus taken out). --spare-sms: engine.h\n"
-	"attn_spare_sms (every row). --trace: device events per layer (engine.h trace),\n"
+	"attn_spare_sms (every row). --early-ctas / --early-slots: engine.h early_ctas /\n"
+	"early_slots (hisparse-early rows). --priority-main: kernels.h priority_main (the\n"
+	"compute stream outranks the side streams; every row). --trace: device events per layer (engine.h trace),\n"
 	"a note per point with where the step's time goes.\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
@@ -136,6 +139,9 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 	return 0;
 }
 
+/* --early-ctas / --early-slots: engine.h early_ctas / early_slots (EARLY rows) */
+static int early_ctas, early_slots;
+
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
 		     strata_ref_mode mode, int direct, int tc, int host, int spare, int ctx,
 		     int batch, int hot, int uniform, int profile, int trace, point *pt)
@@ -148,6 +154,10 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.host_tier = host;
 	c.attn_spare_sms = spare;
 	c.trace = trace;
+	if (direct == STRATA_REF_MISS_EARLY) {
+		c.early_ctas = early_ctas;
+		c.early_slots = early_slots;
+	}
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
 	c.hot_slots = hot;
@@ -228,7 +238,7 @@ int strata_bench_decode(int argc, char **argv)
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
 	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, host = 0,
-	    spare = 0, trace = 0;
+	    spare = 0, trace = 0, prio = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -251,6 +261,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--tc")) {
 			tc = 1;
+			continue;
+		}
+		if (!strcmp(a, "--priority-main")) {
+			prio = 1;
 			continue;
 		}
 		if (!strcmp(a, "--trace")) {
@@ -280,6 +294,10 @@ int strata_bench_decode(int argc, char **argv)
 			hot = atoi(v);
 		else if (!strcmp(a, "--spare-sms"))
 			spare = atoi(v);
+		else if (!strcmp(a, "--early-ctas"))
+			early_ctas = atoi(v);
+		else if (!strcmp(a, "--early-slots"))
+			early_slots = atoi(v);
 		else if (!strcmp(a, "--rows"))
 			only = v;
 		else if (!strcmp(a, "--device-gib"))
@@ -298,6 +316,7 @@ int strata_bench_decode(int argc, char **argv)
 	}
 	strata_dev_config dc = STRATA_DEV_CONFIG_INIT;
 	dc.backend = o.backend;
+	dc.priority_main = prio;
 	strata_dev *dev = NULL;
 	int err = strata_dev_open(&dc, &dev);
 	if (err) {

@@ -106,6 +106,10 @@ typedef struct strata_ref_config {
 				    alike (the split is part of the arithmetic) */
 	int trace;               /* record device events per layer for
 				    strata_ref_engine_trace (a few us per step) */
+	int early_ctas;          /* EARLY: the early staging's CTAs per request
+				    (strata_attn_prestage_params.max_ctas); 0: auto */
+	int early_slots;         /* EARLY: stage slots per request; 0: 2 x top-k
+				    (fewer leave more misses to the index map) */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \

@@ -294,7 +294,8 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_param
 		.cut = ip->cut_out, .cut_epoch = ip->cut_epoch,
 		.map = e->hc_map, .row_map = L->d_row_rl, .map_stride = e->hc_stride,
 		.row_base = e->d_rowbase, .host = L->c4, .host_B = 64,
-		.stage = e->miss_stage, .stage_B = 64, .stage_first = (int64_t)R * K, .cap = 2 * K,
+		.stage = e->miss_stage, .stage_B = 64, .stage_first = (int64_t)R * K,
+		.cap = e->cfg.early_slots ? e->cfg.early_slots : 2 * K, .max_ctas = e->cfg.early_ctas,
 		.stage_map = e->d_stage_map, .epoch = e->pre_epoch,
 		.scratch = e->d_pre_scratch, .scratch_bytes = e->pre_scratch_bytes,
 		.n_staged = e->d_miss_counts + 2 };

@@ -1155,7 +1155,7 @@ extern "C" int strata_k_attn_gpu(strata_dev *dev, const strata_attn_params *p,
 	attn_plan pl = attn_plan_for(dev, p, p->scratch != nullptr, tc);
 	if (pl.S > 1 && pl.bytes > p->scratch_bytes)
 		pl = attn_plan_for(dev, p, false, tc);
-	cudaStream_t st = (cudaStream_t)s;
+	cudaStream_t st = (cudaStream_t)kstream(dev, s);
 	if (tc)
 		return pl.hg >= 32 ? attn_launch<32, true>(dev, p, pl, st)
 				   : attn_launch<16, true>(dev, p, pl, st);
@@ -1176,7 +1176,7 @@ extern "C" int strata_k_attn_combine_gpu(strata_dev *dev, const strata_attn_comb
 		return -EINVAL;
 	if (p->n_rows == 0)
 		return 0;
-	combine_kernel<<<(unsigned)((size_t)p->n_rows * p->heads), 128, 0, (cudaStream_t)s>>>(*p);
+	combine_kernel<<<(unsigned)((size_t)p->n_rows * p->heads), 128, 0, (cudaStream_t)kstream(dev, s)>>>(*p);
 	return strata_dev_check(dev, "attention combine");
 }
 
@@ -1195,10 +1195,10 @@ extern "C" int strata_k_attn_map_gpu(strata_dev *dev, const strata_attn_map_para
 	if (p->stage) { /* a block per 32 positions: a small batch's copies over many SMs */
 		const size_t tiles = (n + kMapTile - 1) / kMapTile;
 		map_staged_kernel<<<(unsigned)(tiles < 8192 ? tiles : 8192), kMapThreads, 0,
-				    (cudaStream_t)s>>>(*p);
+				    (cudaStream_t)kstream(dev, s)>>>(*p);
 	} else {
 		const size_t blocks = (n + 255) / 256;
-		map_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, (cudaStream_t)s>>>(*p);
+		map_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, (cudaStream_t)kstream(dev, s)>>>(*p);
 	}
 	return strata_dev_check(dev, "attention index map");
 }

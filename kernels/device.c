@@ -80,6 +80,18 @@ int strata_dev_open(const strata_dev_config *cfg, strata_dev **out)
 			return err;
 		}
 		snprintf(d->name, sizeof d->name, "%s", prop.name);
+		if (cfg->priority_main) {
+			int least = 0, greatest = 0;
+			cudaStream_t st = NULL;
+			err = CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+			if (!err)
+				err = CU(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, greatest));
+			if (err) {
+				free(d);
+				return err;
+			}
+			d->main = st;
+		}
 	}
 #endif
 	STRATA_LOG(STRATA_LOG_INFO, STRATA_SUB_KERNELS, "device: %s", d->name);
@@ -89,6 +101,10 @@ int strata_dev_open(const strata_dev_config *cfg, strata_dev **out)
 
 void strata_dev_close(strata_dev *dev)
 {
+#ifdef STRATA_HAVE_CUDA
+	if (dev && dev->main)
+		(void)cudaStreamDestroy((cudaStream_t)dev->main);
+#endif
 	free(dev);
 }
 
@@ -188,7 +204,7 @@ int strata_dev_copy(strata_dev *dev, void *dst, const void *src, size_t n, strat
 		return -EINVAL;
 #ifdef STRATA_HAVE_CUDA
 	if (dev->gpu)
-		return CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)s));
+		return CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)kstream(dev, s)));
 #endif
 	if (n)
 		memmove(dst, src, n);
@@ -201,7 +217,7 @@ int strata_dev_memset(strata_dev *dev, void *dst, int byte, size_t n, strata_str
 		return -EINVAL;
 #ifdef STRATA_HAVE_CUDA
 	if (dev->gpu)
-		return CU(cudaMemsetAsync(dst, byte, n, (cudaStream_t)s));
+		return CU(cudaMemsetAsync(dst, byte, n, (cudaStream_t)kstream(dev, s)));
 #endif
 	if (n)
 		memset(dst, byte, n);
@@ -243,7 +259,7 @@ int strata_stream_sync(strata_dev *dev, strata_stream *s)
 		return -EINVAL;
 #ifdef STRATA_HAVE_CUDA
 	if (dev->gpu)
-		return CU(cudaStreamSynchronize((cudaStream_t)s));
+		return CU(cudaStreamSynchronize((cudaStream_t)kstream(dev, s)));
 #endif
 	return 0;
 }
@@ -314,7 +330,7 @@ int strata_event_record(strata_dev *dev, strata_event *e, strata_stream *s)
 		return -EINVAL;
 #ifdef STRATA_HAVE_CUDA
 	if (dev->gpu)
-		return CU(cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s));
+		return CU(cudaEventRecord((cudaEvent_t)e, (cudaStream_t)kstream(dev, s)));
 #endif
 	((struct cpu_event *)e)->ns = strata_now_ns();
 	return 0;
@@ -326,7 +342,7 @@ int strata_stream_wait_event(strata_dev *dev, strata_stream *s, strata_event *e)
 		return -EINVAL;
 #ifdef STRATA_HAVE_CUDA
 	if (dev->gpu)
-		return CU(cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0));
+		return CU(cudaStreamWaitEvent((cudaStream_t)kstream(dev, s), (cudaEvent_t)e, 0));
 #endif
 	return 0;
 }
@@ -397,7 +413,7 @@ int strata_graph_launch(strata_dev *dev, strata_graph *g, strata_stream *s)
 		return -EINVAL;
 #ifdef STRATA_HAVE_CUDA
 	if (dev->gpu)
-		return CU(cudaGraphLaunch((cudaGraphExec_t)g, (cudaStream_t)s));
+		return CU(cudaGraphLaunch((cudaGraphExec_t)g, (cudaStream_t)kstream(dev, s)));
 #endif
 	(void)s;
 	return -ENOTSUP;

@@ -207,7 +207,7 @@ extern "C" int strata_k_main_encode_gpu(strata_dev *d, const strata_main_encode_
 		return 0;
 	if (!aligned(p->src, 8) || !aligned(p->pool, 4))
 		return -EINVAL;
-	main_encode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)s>>>(
+	main_encode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)kstream(d, s)>>>(
 		p->src, p->slots, p->n, p->B, p->pool);
 	return strata_dev_check(d, "main_encode_kernel");
 }
@@ -219,7 +219,7 @@ extern "C" int strata_k_main_decode_gpu(strata_dev *d, const strata_main_decode_
 		return 0;
 	if (!aligned(p->dst, 8) || !aligned(p->pool, 4))
 		return -EINVAL;
-	main_decode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)s>>>(
+	main_decode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)kstream(d, s)>>>(
 		p->pool, p->slots, p->n, p->B, p->dst);
 	return strata_dev_check(d, "main_decode_kernel");
 }
@@ -231,7 +231,7 @@ extern "C" int strata_k_index_encode_gpu(strata_dev *d, const strata_index_encod
 		return 0;
 	if (!aligned(p->src, 16) || !aligned(p->pages, 4))
 		return -EINVAL;
-	index_encode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)s>>>(
+	index_encode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)kstream(d, s)>>>(
 		p->fmt, p->src, p->slots, p->n, p->B, p->pages);
 	return strata_dev_check(d, "index_encode_kernel");
 }
@@ -243,7 +243,7 @@ extern "C" int strata_k_index_decode_gpu(strata_dev *d, const strata_index_decod
 		return 0;
 	if (!aligned(p->dst, 16) || !aligned(p->pages, 4))
 		return -EINVAL;
-	index_decode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)s>>>(
+	index_decode_kernel<<<grid_for(p->n), kWarp * kWarpsPerBlock, 0, (cudaStream_t)kstream(d, s)>>>(
 		p->fmt, p->pages, p->slots, p->n, p->B, p->dst);
 	return strata_dev_check(d, "index_decode_kernel");
 }

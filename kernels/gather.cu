@@ -246,7 +246,7 @@ extern "C" int strata_k_gather_gpu(strata_dev *dev, const strata_gather_params *
 	int u = p->per_warp;
 	if (!u)
 		u = p->n < 4096 ? 1 : 2; /* H200: 2 per warp led at 32K and 256K entries */
-	cudaStream_t st = (cudaStream_t)s;
+	cudaStream_t st = (cudaStream_t)kstream(dev, s);
 	if (u == 16 && !bulk_supported())
 		u = 4;
 	switch (u) {

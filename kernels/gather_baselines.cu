@@ -24,7 +24,7 @@ extern "C" int strata_bench_gather_baseline_gpu(strata_dev *dev, const strata_ga
 	const void **srcs = (const void **)malloc(2 * n * sizeof(void *) + 1);
 	size_t *sizes = (size_t *)malloc(2 * n * sizeof(size_t) + 1);
 	int err = 0;
-	cudaStream_t st = s ? (cudaStream_t)s : cudaStreamPerThread;
+	cudaStream_t st = s || dev->main ? (cudaStream_t)kstream(dev, s) : cudaStreamPerThread;
 	if (!dsts || !srcs || !sizes) {
 		err = -ENOMEM;
 		goto out;

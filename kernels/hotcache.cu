@@ -372,6 +372,6 @@ extern "C" int strata_k_hotcache_gpu(strata_dev *dev, const strata_hotcache_para
 {
 	if (p->n_rows == 0)
 		return 0;
-	hotcache_kernel<<<p->n_rows, HC_THREADS, 0, (cudaStream_t)s>>>(*p);
+	hotcache_kernel<<<p->n_rows, HC_THREADS, 0, (cudaStream_t)kstream(dev, s)>>>(*p);
 	return strata_dev_check(dev, "hotcache kernel");
 }

@@ -1172,7 +1172,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.cut_out = p->cut_out;
 	a.cut_epoch = p->cut_epoch;
 
-	cudaStream_t st = reinterpret_cast<cudaStream_t>(s);
+	cudaStream_t st = reinterpret_cast<cudaStream_t>(kstream(dev, s));
 	/* no memset: the counters are zero at rest (indexer_int.h); ms[0] stays as the
 	 * phases path's first figure, now two back-to-back events */
 	if (ev) {

@@ -189,7 +189,7 @@ extern "C" int strata_idxbase_stream_read(strata_idxbase *b, const void *p, size
 {
 	if (!b || !p || ((uintptr_t)p & 15))
 		return -EINVAL;
-	stream_read_kernel<<<kReadBlocks, 256, 0, (cudaStream_t)s>>>((const uint4 *)p, bytes / 16,
+	stream_read_kernel<<<kReadBlocks, 256, 0, (cudaStream_t)kstream(b->dev, s)>>>((const uint4 *)p, bytes / 16,
 								    b->sink);
 	return strata_dev_check(b->dev, "idxbase: stream read");
 }
@@ -201,7 +201,7 @@ extern "C" int strata_idxbase_gemm(strata_idxbase *b, int batch, int m, int n, i
 	if (!b || batch < 1 || m < 1 || n < 1 || k < 1)
 		return -EINVAL;
 	const float one = 1.0f, zero = 0.0f;
-	if (cublasSetStream(b->blas, (cudaStream_t)s) != CUBLAS_STATUS_SUCCESS)
+	if (cublasSetStream(b->blas, (cudaStream_t)kstream(b->dev, s)) != CUBLAS_STATUS_SUCCESS)
 		return STRATA_E_CUDA;
 	/* row-major C[m][n] = A[m][k] B[n][k]^T is column-major C^T = B^T' A^T' with
 	 * B read transposed (k x n, ld k) and A as is (k x m, ld k) */
@@ -248,7 +248,7 @@ extern "C" int strata_idxbase_naive(strata_idxbase *b, const strata_indexer_para
 		b->items_cap = items;
 		b->rows_cap = p->n_rows;
 	}
-	cudaStream_t st = (cudaStream_t)s;
+	cudaStream_t st = (cudaStream_t)kstream(b->dev, s);
 	b->last_limit = p->max_limit;
 	offsets_kernel<<<(p->n_rows + 256) / 256, 256, 0, st>>>(b->offsets, p->n_rows, p->max_limit);
 	size_t smem = ((size_t)IDX_DIM * p->heads + p->heads + 8 * IDX_DIM) * sizeof(float);

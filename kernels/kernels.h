@@ -32,7 +32,9 @@ extern "C" {
 /* ==== device runtime ================================================================ */
 
 typedef struct strata_dev strata_dev;
-typedef struct strata_stream strata_stream; /* cudaStream_t on the GPU; NULL = default */
+typedef struct strata_stream strata_stream; /* cudaStream_t on the GPU; NULL = the device's
+						  main stream (strata_dev_config
+						  .priority_main) */
 typedef struct strata_event strata_event;
 
 typedef enum {
@@ -45,8 +47,14 @@ typedef struct strata_dev_config {
 	size_t size;             /* sizeof(strata_dev_config) */
 	strata_backend backend;
 	int device;              /* CUDA device ordinal */
+	/* GPU: what a NULL strata_stream means. 0: CUDA's legacy default stream. 1: a
+	 * non-blocking stream the device owns, at the GPU's highest priority, so that the
+	 * work of strata_stream_create() streams (lowest priority: side work, write-backs)
+	 * yields to it when the block scheduler chooses. Only ordering through events
+	 * (or strata_dev_sync) joins it with other streams either way. */
+	int priority_main;
 } strata_dev_config;
-#define STRATA_DEV_CONFIG_INIT { sizeof(strata_dev_config), STRATA_BACKEND_AUTO, 0 }
+#define STRATA_DEV_CONFIG_INIT { sizeof(strata_dev_config), STRATA_BACKEND_AUTO, 0, 0 }
 
 /* Number of usable GPUs (0 without CUDA, a driver or a device). Never fails. */
 int strata_gpu_count(void);
@@ -614,6 +622,8 @@ typedef struct strata_attn_prestage_params {
 	void *scratch;
 	size_t scratch_bytes;
 	unsigned long long *n_staged; /* or NULL: += entries copied */
+	int max_ctas;             /* GPU: at most this many CTAs per row; 0: up to one
+				     CTA per SM over the batch */
 } strata_attn_prestage_params;
 
 size_t strata_k_attn_prestage_scratch(int n_rows);

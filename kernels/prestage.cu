@@ -221,7 +221,9 @@ extern "C" int strata_k_attn_prestage_gpu(strata_dev *dev, const strata_attn_pre
 	 * filter whose cuts they poll always finds room beside them */
 	long long cx = (long long)nsm / p->n_rows;
 	cx = cx < 1 ? 1 : cx > chunks ? chunks : cx;
+	if (p->max_ctas && cx > p->max_ctas)
+		cx = p->max_ctas;
 	const dim3 grid((unsigned)cx, (unsigned)p->n_rows);
-	prestage_kernel<<<grid, kT, 0, reinterpret_cast<cudaStream_t>(s)>>>(*p);
+	prestage_kernel<<<grid, kT, 0, reinterpret_cast<cudaStream_t>(kstream(dev, s))>>>(*p);
 	return strata_dev_check(dev, "prestage");
 }

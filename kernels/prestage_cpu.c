@@ -17,7 +17,7 @@ size_t strata_k_attn_prestage_scratch(int n_rows)
 int pre_check(const strata_attn_prestage_params *p)
 {
 	if (!p || p->n_rows < 0 || p->topk < 1 || p->max_limit < 0 || p->cap < 0 ||
-	    p->wait_us < 0 || p->wait_us > PRE_WAIT_MAX_US)
+	    p->wait_us < 0 || p->wait_us > PRE_WAIT_MAX_US || p->max_ctas < 0)
 		return -EINVAL;
 	if (!p->n_rows)
 		return 0;

@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|step|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|step|prio|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -42,6 +42,16 @@ run() { # name timeout args...
 	stamp "$name rc=$?"
 	grep -v '^#' "$out/$name.txt" | head -40
 }
+if [ "$mode" = prio ]; then # the compute stream's priority and the early staging's shape at batch 1
+	T="bench decode --check --contexts 128K --batches 1 --reps 8 --trace"
+	run p_base 100 $T --rows hisparse-direct,hisparse-early
+	run p_prio 100 $T --rows hisparse-direct,hisparse-early --priority-main
+	run p_prio_c4 100 $T --rows hisparse-early --priority-main --early-ctas 4
+	run p_prio_s1 100 $T --rows hisparse-early --priority-main --early-slots 1
+	run p_step 200 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct,hisparse-early --priority-main
+	run p_1m 200 bench decode --check --contexts 1M --batches 1 --reps 8 --rows hisparse-direct,hisparse-early --priority-main --host-gib 110
+	exit 0
+fi
 if [ "$mode" = step ]; then # issue 5's decode ratios, mean and median, plus a batch-1 trace (~5 min)
 	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct
 	run trace_128k 100 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct --trace

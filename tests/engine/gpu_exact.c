@@ -6,10 +6,11 @@
 #include "testutil.h"
 #include "engine/engine.h"
 
-static strata_dev *open_dev(strata_backend b)
+static strata_dev *open_dev(strata_backend b, int priority_main)
 {
 	strata_dev_config c = STRATA_DEV_CONFIG_INIT;
 	c.backend = b;
+	c.priority_main = priority_main;
 	strata_dev *d = NULL;
 	ck_assert_int_eq(strata_dev_open(&c, &d), 0);
 	return d;
@@ -39,9 +40,12 @@ static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode
 	return e;
 }
 
-static void modes(const char *model, int n_req, int prefill, int fill, int steps, int hot)
+/* prio: the device's NULL stream is its own high-priority stream (kernels.h
+ * priority_main), so the side streams' work is scheduled behind the compute stream's */
+static void modes(const char *model, int n_req, int prefill, int fill, int steps, int hot,
+		  int prio)
 {
-	strata_dev *d = open_dev(STRATA_BACKEND_GPU);
+	strata_dev *d = open_dev(STRATA_BACKEND_GPU, prio);
 	uint64_t dg[NM];
 	int ns = 0, nl = 0;
 	uint64_t *h0 = NULL;
@@ -77,18 +81,18 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 	strata_dev_close(d);
 }
 
-START_TEST(tiny_modes_identical) { modes("tiny", 4, 1500, 0, 32, 80); }
+START_TEST(tiny_modes_identical) { modes("tiny", 4, 1500, 0, 32, 80, 1); }
 END_TEST
-START_TEST(flash_modes_identical_prefill) { modes("flash", 2, 2600, 0, 8, 0); }
+START_TEST(flash_modes_identical_prefill) { modes("flash", 2, 2600, 0, 8, 0, 0); }
 END_TEST
-START_TEST(flash_modes_identical_fill) { modes("flash", 4, 0, 32768, 16, 0); }
+START_TEST(flash_modes_identical_fill) { modes("flash", 4, 0, 32768, 16, 0, 1); }
 END_TEST
 
 /* GPU vs CPU: same caches (the host math and the format kernels are bit-exact), the
  * indexer and attention differ only in summation order. */
 START_TEST(gpu_vs_cpu)
 {
-	strata_dev *g = open_dev(STRATA_BACKEND_GPU), *c = open_dev(STRATA_BACKEND_CPU);
+	strata_dev *g = open_dev(STRATA_BACKEND_GPU, 0), *c = open_dev(STRATA_BACKEND_CPU, 0);
 	strata_ref_engine *eg = make(g, "tiny", STRATA_REF_HISPARSE, 2, 2048, 0, 1);
 	strata_ref_engine *ec = make(c, "tiny", STRATA_REF_ALL_RESIDENT, 2, 2048, 0, 1);
 	for (int r = 0; r < 2; r++) {

@@ -346,6 +346,14 @@ START_TEST(trace_and_diagnostics)
 	c.host_tier = STRATA_REF_HOST_PINNED;
 	c.attn_spare_sms = -1;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.attn_spare_sms = 0;
+	c.early_ctas = -1;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.early_ctas = 0;
+	c.early_slots = -1;
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.early_slots = 2 * c.model.index_topk + 1; /* more than the staging holds */
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	ck_assert_ptr_null(e);
 	strata_dev_close(d);
 }

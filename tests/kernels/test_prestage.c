@@ -988,6 +988,7 @@ START_TEST(bad_params)
 	BAD(b.wait_us = -1);
 	BAD(b.wait_us = 1001);
 	BAD(b.wait_us = -2147483647 - 1);
+	BAD(b.max_ctas = -1);
 	BAD(b.cut_epoch = 0);
 	BAD(b.cut_epoch = (uint64_t)1 << 40);
 	BAD(b.row_limit = NULL);
