@@ -12,6 +12,7 @@
  * format's resolution.
  */
 #include "format_int.h"
+#include "kernels_int.h"
 
 #include <cuda_runtime.h>
 #include <errno.h>

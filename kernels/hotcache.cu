@@ -9,6 +9,7 @@
 // loads and stores ordered by __syncthreads() suffice; the pending markers and the
 // shared counters (errors) use atomics.
 #include "gather_int.h"
+#include "kernels_int.h"
 
 #include <climits>
 #include <cuda_runtime.h>
