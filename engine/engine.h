@@ -65,7 +65,11 @@ typedef enum {
 					 the misses among the entries that can still make
 					 the top-k (the indexer publishes its cut early;
 					 strata_k_attn_prestage), and the index map copies
-					 only what that had not published by its turn */
+					 only what that had not published by its turn.
+					 Measured on an H200 (bench/results/
+					 2026-11-30-h200-s5): ~100 % staged in time, but
+					 top-k runs 5 - 7 us slower per layer beside it, so
+					 it is no faster than AUTO; kept for experiments */
 } strata_ref_miss_path;
 
 /* strata_ref_config.host_tier. */
