@@ -29,7 +29,8 @@ static const char *usage =
 	"                           [--device-gib G] [--host-gib G] [--profile] [--direct]\n"
 	"                           [--direct-all] [--rows NAME,..] [--tc]\n"
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
-	"                           [--early-ctas N] [--early-slots N] [--priority-main]\n"
+	"                           [--early-ctas N] [--early-slots N] [--early-dry]\n"
+	"                           [--priority-main]\n"
 	"                           [--trace]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
@@ -41,7 +42,8 @@ static const char *usage =
 	"host_tier; a note says which pages each point got). --host-on-device: diagnostic,\n"
 	"the host tier in device memory (the bus taken out). --spare-sms: engine.h\n"
 	"attn_spare_sms (every row). --early-ctas / --early-slots: engine.h early_ctas /\n"
-	"early_slots (hisparse-early rows). --priority-main: kernels.h priority_main (the\n"
+	"early_slots (hisparse-early rows); --early-dry: engine.h early_dry (diagnostic).\n"
+	"--priority-main: kernels.h priority_main (the\n"
 	"compute stream outranks the side streams; every row). --trace: device events per layer (engine.h trace),\n"
 	"a note per point with where the step's time goes.\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
@@ -140,7 +142,7 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 }
 
 /* --early-ctas / --early-slots: engine.h early_ctas / early_slots (EARLY rows) */
-static int early_ctas, early_slots;
+static int early_ctas, early_slots, early_dry;
 
 static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
 		     strata_ref_mode mode, int direct, int tc, int host, int spare, int ctx,
@@ -157,6 +159,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	if (direct == STRATA_REF_MISS_EARLY) {
 		c.early_ctas = early_ctas;
 		c.early_slots = early_slots;
+		c.early_dry = early_dry;
 	}
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
@@ -261,6 +264,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--tc")) {
 			tc = 1;
+			continue;
+		}
+		if (!strcmp(a, "--early-dry")) {
+			early_dry = 1;
 			continue;
 		}
 		if (!strcmp(a, "--priority-main")) {

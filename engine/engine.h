@@ -114,6 +114,10 @@ typedef struct strata_ref_config {
 				    (strata_attn_prestage_params.max_ctas); 0: auto */
 	int early_slots;         /* EARLY: stage slots per request; 0: 2 x top-k
 				    (fewer leave more misses to the index map) */
+	int early_dry;           /* EARLY, diagnostic: everything but the staging
+				    kernel (the mid-indexer event, the published cuts,
+				    the third stream's join), so the index map copies
+				    every miss itself: what the machinery costs */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \

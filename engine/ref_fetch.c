@@ -314,7 +314,7 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_param
 	int err = strata_k_indexer_scores(e->dev, ip, &pp.scores, &pp.score_stride);
 	if (!err)
 		err = strata_stream_wait_event(e->dev, e->pre, e->ev_scan);
-	if (!err)
+	if (!err && !e->cfg.early_dry)
 		err = strata_k_attn_prestage(e->dev, &pp, e->pre);
 	if (!err)
 		err = strata_event_record(e->dev, e->ev_pre, e->pre);

@@ -125,6 +125,8 @@ START_TEST(hadamard_and_rope)
 END_TEST
 
 #define HOST_HUGE 0x100 /* make_direct: direct | HOST_HUGE: host_tier HUGE */
+#define EARLY_DRY 0x200 /* EARLY with early_dry */
+#define EARLY_FEW 0x400 /* EARLY with 4 early slots per request */
 
 static strata_ref_engine *make_direct(strata_dev *d, strata_ref_mode mode, int direct, int n_req,
 				      int hot, uint64_t seed, strata_ref_inputs in)
@@ -134,6 +136,9 @@ static strata_ref_engine *make_direct(strata_dev *d, strata_ref_mode mode, int d
 	c.mode = mode;
 	c.direct_misses = direct & ~HOST_HUGE;
 	c.host_tier = direct & HOST_HUGE ? STRATA_REF_HOST_HUGE : STRATA_REF_HOST_PINNED;
+	c.direct_misses &= ~(EARLY_DRY | EARLY_FEW);
+	c.early_dry = !!(direct & EARLY_DRY);
+	c.early_slots = direct & EARLY_FEW ? 4 : 0;
 	c.n_req = n_req;
 	c.max_ctx = 2048;
 	c.hot_slots = hot;
@@ -174,9 +179,11 @@ static void modes_identical(strata_ref_inputs in)
 	 * place) and EARLY, admitted after attention */
 	static const int paths[] = { STRATA_REF_MISS_IN_PLACE, STRATA_REF_MISS_STAGED,
 				     STRATA_REF_MISS_AUTO, STRATA_REF_MISS_EARLY,
-				     STRATA_REF_MISS_AUTO | HOST_HUGE };
-	uint64_t stage_bytes[5], host_b[5];
-	for (int pi = 0; pi < 5; pi++) {
+				     STRATA_REF_MISS_AUTO | HOST_HUGE,
+				     STRATA_REF_MISS_EARLY | EARLY_DRY,
+				     STRATA_REF_MISS_EARLY | EARLY_FEW };
+	uint64_t stage_bytes[7], host_b[7];
+	for (int pi = 0; pi < 7; pi++) {
 		strata_ref_engine *dm =
 			make_direct(d, STRATA_REF_HISPARSE, paths[pi], R, topk + 16, 11, in);
 		run(dm, R, STEPS);
@@ -188,7 +195,16 @@ static void modes_identical(strata_ref_inputs in)
 		ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
 		stage_bytes[pi] = sd.hot_bytes;
 		host_b[pi] = sd.host_bytes;
-		if (paths[pi] == STRATA_REF_MISS_EARLY) {
+		if (paths[pi] == (STRATA_REF_MISS_EARLY | EARLY_DRY)) {
+			/* no staging kernel: the index map copies every miss */
+			ck_assert_uint_eq(sd.early_misses, 0);
+			ck_assert_uint_eq(sd.late_misses, sd.misses);
+		} else if (paths[pi] == (STRATA_REF_MISS_EARLY | EARLY_FEW)) {
+			/* 4 slots a request: the staging takes some, the map the rest */
+			ck_assert_uint_gt(sd.early_misses, 0);
+			ck_assert_uint_gt(sd.late_misses, 0);
+			ck_assert_uint_eq(sd.early_misses + sd.late_misses, sd.misses);
+		} else if (paths[pi] == STRATA_REF_MISS_EARLY) {
 			/* the early staging runs in order on the CPU, from the exact cut of
 			 * each row, with room for 2 x topk: it takes every miss, the index
 			 * map copies none */
@@ -353,6 +369,9 @@ START_TEST(trace_and_diagnostics)
 	c.early_slots = -1;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	c.early_slots = 2 * c.model.index_topk + 1; /* more than the staging holds */
+	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
+	c.early_slots = 0;
+	c.early_dry = 2;
 	ck_assert_int_eq(strata_ref_engine_create(d, &c, &e), -EINVAL);
 	ck_assert_ptr_null(e);
 	strata_dev_close(d);
