@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|step|prio|final|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -44,6 +44,13 @@ run() { # name timeout args...
 	stamp "$name rc=$?"
 	grep -v '^#' "$out/$name.txt" | head -40
 }
+if [ "$mode" = dry ]; then # what early staging's machinery costs without its kernel (no tests)
+	T="bench decode --check --contexts 128K --batches 1 --reps 8 --trace"
+	run d_dry 100 $T --rows hisparse-direct,hisparse-early --early-dry
+	run d_early 100 $T --rows hisparse-early
+	run d_1m_dry 150 bench decode --check --contexts 1M --batches 1 --reps 8 --trace --rows hisparse-direct,hisparse-early --early-dry --host-gib 110
+	exit 0
+fi
 if [ "$mode" = final ]; then # issue 4's gather and hot-cache figures, issue 5's 1M batch 32 (~5 min, no tests)
 	run fetch 150 bench fetch --check --sizes 512,32768
 	run decode_1m_b32 300 bench decode --check --contexts 1M --batches 32 --reps 4 --rows hisparse-direct --host-gib 110
