@@ -16,8 +16,9 @@
  *                            into it; attention reads the hot pool. With
  *                            direct_misses, attention reads hits from the hot pool and
  *                            misses in place from the host tier (or from a device
- *                            staging pool the index map fills), and the misses are
- *                            admitted on a side stream after the layer's attention.
+ *                            staging pool the index map fills), and the step's misses
+ *                            of every CSA layer are admitted in one call on a side
+ *                            stream after the step's last attention.
  *   STRATA_REF_SWAPIN        on the pinned host tier; every selected entry is copied
  *                            into a staging pool right after top-k, on the compute
  *                            stream, with no cache (SGLang's HiSparse today).
@@ -97,9 +98,9 @@ typedef struct strata_ref_config {
 	int direct_misses;       /* HISPARSE: how a step's misses reach attention without
 				    waiting for the hot cache (strata_ref_miss_path). Not
 				    COPY: no residency work sits between top-k and
-				    attention, the hot cache admits the step's misses on a
-				    side stream after the layer's attention, and nothing is
-				    predicted. COPY (0): misses are copied into the hot
+				    attention, the hot cache admits the step's misses (all
+				    CSA layers, one call) on a side stream after the step's
+				    last attention, and nothing is predicted. COPY (0): misses are copied into the hot
 				    cache first (one kernel), prediction on. */
 	int attn_tensor_cores;   /* GPU attention on tensor cores (strata_attn_params
 				    .tensor_cores); 0: the fp32 kernel */
@@ -205,7 +206,9 @@ enum {
 	STRATA_REF_T_INDEXED = 1,  /* CSA: scan + top-k done */
 	STRATA_REF_T_MAPPED = 2,   /* CSA: the index list (and any fetch) done */
 	STRATA_REF_T_ATTENDED = 3, /* attention (+ split combine) done */
-	STRATA_REF_T_SIDE = 4,     /* HISPARSE direct: the side stream's admission done */
+	STRATA_REF_T_SIDE = 4,     /* HISPARSE direct: the step's admission done (side
+				      stream; one call, the same point for every
+				      CSA layer) */
 	STRATA_REF_T_POINTS = 5
 };
 int strata_ref_engine_trace(const strata_ref_engine *e, int layer,

@@ -16,24 +16,28 @@ typedef struct ref_lay {
 	uint8_t *pages;     /* device index pages: n_req x nblk pages of 64 keys */
 	float *d_sink, *d_q, *d_out, *d_iw;
 	uint16_t *d_iq;     /* [n_req][index_heads][128] bf16 */
-	int32_t *d_ids;     /* [n_req][topk] selected ids */
+	int32_t *d_ids;     /* [n_req][topk] selected ids (a CSA layer's: its part of
+			       e->d_ids_csa) */
 	int32_t *d_list;    /* [n_req][topk] index list for attention */
 	float *h_out;       /* [n_req][heads][512] */
 	int32_t *h_ids, *h_list;
 	/* HISPARSE / SWAPIN (ref_fetch.c) */
 	int csa;            /* this layer's number among the CSA layers */
 	int next_csa;       /* the next CSA layer's index in lay[], or -1 */
-	int32_t *d_row_rl;  /* [n_req] hot-cache (request, layer) number of each row */
+	int32_t *d_row_rl;  /* [n_req] hot-cache (request, layer) number of each row (its
+			       part of e->d_rl_csa) */
 	int32_t *d_src;     /* SWAPIN: [n_req][topk] host-tier slots to gather */
-	/* HISPARSE with direct_misses: the side stream admits this layer's misses once
-	 * ev_attn (after its attention, compute stream) has passed */
-	strata_event *ev_attn;
 	/* The decode step's staging (ref_step.c): this layer's part of e->h_prep /
 	 * e->d_prep, see prep_layout(). n_main / n_idx: entries completed this step. */
 	int n_main, n_idx;
 } ref_lay;
 
 struct strata_ref_engine {
+	/* Every CSA layer's selected ids [n_csa][n_req][topk] and (HISPARSE, SWAPIN) hot-cache
+	 * rl [n_csa][n_req] in one block each, so that one call admits a whole step's
+	 * misses (direct_misses: after the last layer's attention, on the side stream) */
+	int32_t *d_ids_csa, *d_rl_csa;
+	strata_event *ev_attended; /* direct_misses: the step's last attention is done */
 	strata_dev *dev;
 	strata_ref_config cfg;
 	strata_model m;
@@ -124,7 +128,7 @@ int ref_side_join(strata_ref_engine *e);
 int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_params *ip);
 /* After the layer's attention was launched: direct_misses' admission on the side
  * stream (a no-op otherwise). */
-int ref_fetch_after(strata_ref_engine *e, ref_lay *L);
+int ref_fetch_admit(strata_ref_engine *e);
 /* HISPARSE: n new C4 entries of layer L (floats in e->h_stage, request / id pairs in
  * reqs / ids) into the hot cache and, written back, the host tier. */
 /* HISPARSE: request req now has n_entries C4 entries on the host tier. */

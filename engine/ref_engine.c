@@ -119,7 +119,8 @@ static int layer_alloc(strata_ref_engine *e, int l)
 	size_t iqn = (size_t)R * m->index_heads;
 	if ((err = dalloc(e, sizeof(uint16_t) * iqn * REF_ID, &L->d_iq, NULL)) ||
 	    (err = dalloc(e, sizeof(float) * iqn, &L->d_iw, NULL)) ||
-	    (err = dalloc(e, sizeof(int32_t) * R * K, &L->d_ids, NULL)) ||
+	    (L->csa >= 0 ? (L->d_ids = e->d_ids_csa + (size_t)L->csa * R * K, 0)
+			 : (err = dalloc(e, sizeof(int32_t) * R * K, &L->d_ids, NULL))) ||
 	    (err = dalloc(e, sizeof(int32_t) * R * K, &L->d_list, NULL)))
 		return err;
 	L->h_ids = malloc(sizeof(int32_t) * R * K);
@@ -150,7 +151,8 @@ static void layer_free(strata_ref_engine *e, ref_lay *L)
 	L->c4_pool = NULL;
 	strata_dev_free(e->dev, L->d_iq);
 	strata_dev_free(e->dev, L->d_iw);
-	strata_dev_free(e->dev, L->d_ids);
+	if (L->csa < 0) /* a CSA layer's are part of e->d_ids_csa */
+		strata_dev_free(e->dev, L->d_ids);
 	strata_dev_free(e->dev, L->d_list);
 	ref_fetch_layer_free(e, L);
 	free(L->h_out);
@@ -172,6 +174,9 @@ void strata_ref_engine_destroy(strata_ref_engine *e)
 			layer_free(e, &e->lay[l]);
 	}
 	free(e->lay);
+	strata_dev_free(e->dev, e->d_ids_csa);
+	strata_dev_free(e->dev, e->d_rl_csa);
+	strata_event_destroy(e->dev, e->ev_attended);
 	strata_dev_free(e->dev, e->d_pt);
 	strata_dev_free(e->dev, e->tmpl_c4);
 	strata_dev_free(e->dev, e->tmpl_pages);
@@ -298,6 +303,28 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 		for (int j = l + 1; j < e->m.n_layers && e->lay[l].next_csa < 0; j++)
 			if (e->m.ratio[j] == 4)
 				e->lay[l].next_csa = j;
+	}
+	{
+		const int n_csa = strata_model_count(&e->m, 4);
+		if (n_csa && (err = dalloc(e, sizeof(int32_t) * n_csa * R * K, &e->d_ids_csa, NULL)))
+			goto fail;
+		if (n_csa && cfg->mode != STRATA_REF_ALL_RESIDENT) {
+			int32_t *rl = malloc(sizeof *rl * n_csa * R);
+			if (!rl) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			for (int i = 0; i < n_csa * R; i++)
+				rl[i] = i; /* row csa * R + r is (request r, CSA layer csa) */
+			err = dalloc(e, sizeof *rl * n_csa * R, &e->d_rl_csa, NULL);
+			if (!err)
+				err = strata_dev_copy(dev, e->d_rl_csa, rl, sizeof *rl * n_csa * R, NULL);
+			if (!err)
+				err = strata_dev_sync(dev);
+			free(rl);
+			if (err)
+				goto fail;
+		}
 	}
 	for (int l = 0; l < e->m.n_layers; l++)
 		if ((err = layer_alloc(e, l)))

@@ -68,30 +68,19 @@ static int early_init(strata_ref_engine *e)
 int ref_fetch_layer_init(strata_ref_engine *e, ref_lay *L)
 {
 	const int R = e->cfg.n_req, K = e->m.index_topk;
-	int32_t *rl = malloc(sizeof *rl * R);
-	if (!rl)
-		return -ENOMEM;
-	for (int r = 0; r < R; r++)
-		rl[r] = L->csa * R + r;
-	int err = strata_dev_alloc(e->dev, sizeof *rl * R, (void **)&L->d_row_rl);
-	if (!err)
-		err = strata_dev_copy(e->dev, L->d_row_rl, rl, sizeof *rl * R, NULL);
-	if (!err)
-		err = strata_dev_sync(e->dev);
-	free(rl);
-	if (!err && e->cfg.mode == STRATA_REF_SWAPIN)
-		err = strata_dev_alloc(e->dev, sizeof(int32_t) * R * K, (void **)&L->d_src);
-	if (!err && e->cfg.mode == STRATA_REF_HISPARSE && e->cfg.direct_misses && L->w.ratio == 4)
-		err = strata_event_create(e->dev, &L->ev_attn);
-	return err;
+	if (L->csa < 0)
+		return 0;
+	L->d_row_rl = e->d_rl_csa + (size_t)L->csa * R;
+	if (e->cfg.mode == STRATA_REF_SWAPIN)
+		return strata_dev_alloc(e->dev, sizeof(int32_t) * R * K, (void **)&L->d_src);
+	return 0;
 }
 
 void ref_fetch_layer_free(strata_ref_engine *e, ref_lay *L)
 {
-	strata_dev_free(e->dev, L->d_row_rl);
 	strata_dev_free(e->dev, L->d_src);
-	strata_event_destroy(e->dev, L->ev_attn);
-	L->ev_attn = NULL;
+	L->d_src = NULL;
+	L->d_row_rl = NULL;
 }
 
 int ref_fetch_init(strata_ref_engine *e)
@@ -162,6 +151,8 @@ int ref_fetch_init(strata_ref_engine *e)
 	 * (the host tier has the all-resident pool's layout: r * cap4 + id) */
 	if (!err && e->cfg.direct_misses)
 		err = strata_hotcache_residency(e->hc, &e->hc_map, &e->hc_stride);
+	if (!err && e->cfg.direct_misses)
+		err = strata_event_create(e->dev, &e->ev_attended);
 	if (!err && e->cfg.direct_misses) {
 		/* staged or in place: AUTO stages when attention's plan for a CSA layer
 		 * (top-k + window, this batch) has more than one head group, each of which
@@ -321,22 +312,29 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_param
 	return err;
 }
 
-int ref_fetch_after(strata_ref_engine *e, ref_lay *L)
+int ref_fetch_admit(strata_ref_engine *e)
 {
-	if (e->cfg.mode != STRATA_REF_HISPARSE || !e->cfg.direct_misses || L->w.ratio != 4)
+	if (e->cfg.mode != STRATA_REF_HISPARSE || !e->cfg.direct_misses || !e->hc)
 		return 0;
-	/* Admit this step's misses (lookup, CLOCK victims, copies host -> pool) once
-	 * attention has read the layer: nothing the side stream does can change the
-	 * bytes attention reads, and the compute stream goes on with the next layer. */
-	strata_hotcache_batch b = { .rows = e->cfg.n_req, .k = e->m.index_topk, .ids = L->d_ids,
-				    .row_rl = L->d_row_rl, .out = NULL };
-	int err = strata_event_record(e->dev, L->ev_attn, NULL);
+	/* Admit the step's misses of every CSA layer (lookup, CLOCK victims, copies host
+	 * -> pool) in one call, once the last attention has read its layer: nothing the
+	 * side stream does can change the bytes attention reads, and the next step's
+	 * first user of the compute stream joins the side stream (ref_side_join). One
+	 * launch and one cross-stream wait per step: per layer, a side stream waiting
+	 * on the compute stream's future points slowed the compute stream's own kernels
+	 * (bench/results/2026-11-30-h200-s5). The rows are (request, CSA layer) pairs,
+	 * each rl once, so one CTA each. */
+	const int n_csa = strata_model_count(&e->m, 4);
+	strata_hotcache_batch b = { .rows = n_csa * e->cfg.n_req, .k = e->m.index_topk,
+				    .ids = e->d_ids_csa, .row_rl = e->d_rl_csa, .out = NULL };
+	int err = strata_event_record(e->dev, e->ev_attended, NULL);
 	if (!err)
-		err = strata_stream_wait_event(e->dev, e->side, L->ev_attn);
+		err = strata_stream_wait_event(e->dev, e->side, e->ev_attended);
 	if (!err)
-		err = strata_hotcache_step(e->hc, &b, e->side); /* joined at the step's end */
-	if (!err)
-		err = ref_trace_mark(e, (int)(L - e->lay), STRATA_REF_T_SIDE, e->side);
+		err = strata_hotcache_step(e->hc, &b, e->side);
+	for (int l = 0; l < e->m.n_layers && !err; l++)
+		if (e->lay[l].w.ratio == 4) /* every CSA layer's misses are in by now */
+			err = ref_trace_mark(e, l, STRATA_REF_T_SIDE, e->side);
 	return err;
 }
 

@@ -379,7 +379,7 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 	if ((err = strata_k_attn(e->dev, &a, NULL)) ||
 	    (err = ref_trace_mark(e, l, STRATA_REF_T_ATTENDED, NULL)))
 		return err;
-	return L->w.ratio == 4 ? ref_fetch_after(e, L) : 0;
+	return 0;
 }
 
 /* Phase (b), timed by ev0 .. ev1 on the compute stream: every layer's caches are
@@ -418,6 +418,8 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 		err = ref_trace_mark(e, -1, 0, NULL);
 	for (int l = 0; l < NL && !err; l++)
 		err = attend(e, &e->lay[l], n128);
+	if (!err)
+		err = ref_fetch_admit(e);
 	if (!err && e->pre) /* the last early staging (EARLY), joined with the side */
 		err = strata_stream_wait_event(e->dev, e->side, e->ev_pre);
 	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))
