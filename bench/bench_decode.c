@@ -101,8 +101,9 @@ typedef struct point {
 	int host_mem;       /* strata_host_mem of the C4 host tier */
 	/* --trace, us, medians over the timed steps: [0] caches written, per CSA layer
 	 * [1] scan + top-k, [2] index list / fetch, [3] attention, [4] from the layer
-	 * before's end to this one's start, [5] side stream done after attention; [6]
-	 * attention of the other layers; [7] the step's end after the last attention */
+	 * before's end to this one's start; [5] the step's admission (side stream) done,
+	 * after the step's end; [6] attention of the other layers; [7] the step's end
+	 * after the last attention */
 	double tr[8];
 } point;
 
@@ -111,7 +112,7 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 {
 	float t[STRATA_REF_T_POINTS], s0[STRATA_REF_T_POINTS];
 	int err = strata_ref_engine_trace(e, -1, s0);
-	double n_csa = 0, n_other = 0, prev_end = s0[0];
+	double n_csa = 0, n_other = 0, prev_end = s0[0], side = -1.0;
 	for (int i = 0; i < 8; i++)
 		c[i] = 0.0;
 	c[0] = s0[0];
@@ -124,8 +125,8 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 			c[2] += t[STRATA_REF_T_MAPPED] - t[STRATA_REF_T_INDEXED];
 			c[3] += t[STRATA_REF_T_ATTENDED] - t[STRATA_REF_T_MAPPED];
 			c[4] += t[STRATA_REF_T_START] - prev_end;
-			if (t[STRATA_REF_T_SIDE] >= 0)
-				c[5] += t[STRATA_REF_T_SIDE] - t[STRATA_REF_T_ATTENDED];
+			if (t[STRATA_REF_T_SIDE] > side) /* the step's admission: one point */
+				side = t[STRATA_REF_T_SIDE];
 		} else {
 			n_other++;
 			c[6] += t[STRATA_REF_T_ATTENDED] - t[STRATA_REF_T_START];
@@ -135,7 +136,8 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 	if (err)
 		return err;
 	c[7] = s0[1] - prev_end;
-	for (int i = 1; i <= 5; i++)
+	c[5] = side >= 0 ? side - s0[1] : 0.0;
+	for (int i = 1; i <= 4; i++)
 		c[i] /= n_csa > 0 ? n_csa : 1;
 	c[6] /= n_other > 0 ? n_other : 1;
 	return 0;
@@ -386,10 +388,12 @@ int strata_bench_decode(int argc, char **argv)
 					const double *r = pt[mode].tr;
 					bench_out_note(out, "trace %s ctx %d batch %d (us, median of timed steps): "
 						       "caches written %.1f; per CSA layer: gap before %.1f, "
-						       "scan+top-k %.1f, list/fetch %.1f, attention %.1f, side "
-						       "done +%.1f after it; other layers' attention %.1f; "
-						       "end +%.1f after the last", names[mode], ctx, batch,
-						       r[0], r[4], r[1], r[2], r[3], r[5], r[6], r[7]);
+						       "scan+top-k %.1f, list/fetch %.1f, attention %.1f; "
+						       "other layers' attention %.1f; end +%.1f after the "
+						       "last; the step's hot-cache admission (side stream, "
+						       "not in step_ms) done +%.1f after the end",
+						       names[mode], ctx, batch, r[0], r[4], r[1], r[2], r[3],
+						       r[6], r[7], r[5]);
 				}
 				if (!err && host == STRATA_REF_HOST_HUGE && mode) {
 					bench_out_note(out, "%s ctx %d batch %d: host tier on %s pages",
