@@ -208,8 +208,11 @@ static int prepare(strata_ref_engine *e, int *n128)
 	int64_t pos[R];
 	int32_t rowlim[R];
 	for (int r = 0; r < R; r++) {
-		if (e->len[r] >= e->cfg.max_ctx)
+		if (e->len[r] >= e->cfg.max_ctx) {
+			ELOG(STRATA_LOG_ERROR, "decode step %d: request %d is full (max_ctx %d tokens)",
+			     e->n_steps, r, e->cfg.max_ctx);
 			return -ENOSPC;
+		}
 		pos[r] = e->len[r];
 		ref_input_next(&e->in[r], e->h_hid + (size_t)r * REF_HID);
 	}
@@ -382,6 +385,19 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 	return 0;
 }
 
+/* err, after saying where a decode step failed (one line at ERROR: what a caller
+ * sees as a bare error code is otherwise hard to place). */
+static int step_failed(const strata_ref_engine *e, const char *what, int l, int err)
+{
+	if (err && l >= 0)
+		ELOG(STRATA_LOG_ERROR, "decode step %d, layer %d (ratio %d): %s: %s", e->n_steps,
+		     l, e->lay[l].w.ratio, what, strata_strerror(err));
+	else if (err)
+		ELOG(STRATA_LOG_ERROR, "decode step %d: %s: %s", e->n_steps, what,
+		     strata_strerror(err));
+	return err;
+}
+
 /* Phase (b), timed by ev0 .. ev1 on the compute stream: every layer's caches are
  * written first (as prefill does, so that a CSA layer's scan sees the entry this token
  * completed and the hot cache knows of every new entry before any predict), then the
@@ -400,14 +416,15 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 		err = ref_side_join(e);
 	int n_app = 0;
 	for (int l = 0; l < NL && !err; l++) {
-		err = write_layer(e, l);
+		err = step_failed(e, "cache writes", l, write_layer(e, l));
 		n_app += e->lay[l].w.ratio == 4 ? e->lay[l].n_main : 0;
 	}
 	if (!err && n_app && e->cfg.mode == STRATA_REF_HISPARSE) {
 		/* one batch for every CSA layer: one encode, one residency launch, one
 		 * gather into the hot pool and one write-back, instead of that per layer */
 		const prep_appends ap = prep_appends_of(e, e->d_prep);
-		err = ref_fetch_append_dev(e, ap.rl, ap.ids, ap.main, ap.rows);
+		err = step_failed(e, "hot-cache append", -1,
+				  ref_fetch_append_dev(e, ap.rl, ap.ids, ap.main, ap.rows));
 	}
 	/* Every layer's appended entries are now on their way to the host tier: one
 	 * fence orders the compute stream after those write-backs, so that any layer
@@ -417,9 +434,9 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 	if (!err)
 		err = ref_trace_mark(e, -1, 0, NULL);
 	for (int l = 0; l < NL && !err; l++)
-		err = attend(e, &e->lay[l], n128);
+		err = step_failed(e, "attention side", l, attend(e, &e->lay[l], n128));
 	if (!err)
-		err = ref_fetch_admit(e);
+		err = step_failed(e, "hot-cache admission", -1, ref_fetch_admit(e));
 	if (!err && e->pre) /* the last early staging (EARLY), joined with the side */
 		err = strata_stream_wait_event(e->dev, e->side, e->ev_pre);
 	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))

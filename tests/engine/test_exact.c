@@ -418,6 +418,15 @@ START_TEST(seed_changes_outputs)
 	run(b, 1, 2);
 	ck_assert_uint_ne(strata_ref_engine_digest(a), strata_ref_engine_digest(b));
 	ck_assert_int_eq(strata_ref_engine_prefill(a, 0, 4096), -ENOSPC);
+	/* a full request: the step is refused and nothing changes */
+	const int len = strata_ref_engine_length(a, 0);
+	ck_assert_int_eq(strata_ref_engine_prefill(a, 0, 2048 - len), 0);
+	int ns0, ns1;
+	(void)strata_ref_engine_hashes(a, &ns0, NULL);
+	ck_assert_int_eq(strata_ref_engine_decode_step(a), -ENOSPC);
+	(void)strata_ref_engine_hashes(a, &ns1, NULL);
+	ck_assert_int_eq(ns1, ns0);
+	ck_assert_int_eq(strata_ref_engine_length(a, 0), 2048);
 	strata_ref_engine_destroy(a);
 	strata_ref_engine_destroy(b);
 	strata_ref_engine_destroy(NULL);
