@@ -61,16 +61,17 @@ typedef enum {
 	STRATA_REF_MISS_AUTO = 3,     /* STAGED when attention would read an entry more
 					 than once (strata_k_attn_head_groups > 1: small
 					 batches), else IN_PLACE */
-	STRATA_REF_MISS_EARLY = 4,    /* STAGED, with most copies made while top-k
-					 runs: right after the scan, a third stream stages
-					 the misses among the entries that can still make
-					 the top-k (the indexer publishes its cut early;
-					 strata_k_attn_prestage), and the index map copies
-					 only what that had not published by its turn.
-					 Measured on an H200 (bench/results/
-					 2026-11-30-h200-s5): ~100 % staged in time, but
-					 top-k runs 5 - 7 us slower per layer beside it, so
-					 it is no faster than AUTO; kept for experiments */
+	STRATA_REF_MISS_EARLY = 4,    /* STAGED, with the copies made inside the
+					 indexer call: extra CTAs of its filter launch find
+					 the cut from the scan's histogram and stage the
+					 misses among the entries that can still make the
+					 top-k while the filter and select run
+					 (strata_indexer_params.stage); the index map
+					 copies only what is not staged. Not yet measured
+					 on a GPU. (The earlier design, a third stream
+					 polling the indexer's published cut, staged ~100 %
+					 in time but slowed top-k 5 - 7 us per layer:
+					 bench/results/2026-11-30-h200-s5.) */
 } strata_ref_miss_path;
 
 /* strata_ref_config.host_tier. */
@@ -111,14 +112,16 @@ typedef struct strata_ref_config {
 				    alike (the split is part of the arithmetic) */
 	int trace;               /* record device events per layer for
 				    strata_ref_engine_trace (a few us per step) */
-	int early_ctas;          /* EARLY: the early staging's CTAs per request
-				    (strata_attn_prestage_params.max_ctas); 0: auto */
+	int early_ctas;          /* EARLY: the staging CTAs per request in the
+				    indexer's filter launch
+				    (strata_attn_prestage_params.max_ctas); 0: as
+				    many as the filter's */
 	int early_slots;         /* EARLY: stage slots per request; 0: 2 x top-k
 				    (fewer leave more misses to the index map) */
 	int early_dry;           /* EARLY, diagnostic: everything but the staging
-				    kernel (the mid-indexer event, the published cuts,
-				    the third stream's join), so the index map copies
-				    every miss itself: what the machinery costs */
+				    (the map still looks up stage_map, which holds
+				    no word of the call's epoch), so the index map
+				    copies every miss itself */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \

@@ -86,14 +86,10 @@ struct strata_ref_engine {
 	uint8_t *miss_stage;    /* direct_misses staged: [n_req x topk] entries, or NULL
 				   (misses read in place) */
 	int hc_stride;          /* its ids per rl */
-	/* direct_misses EARLY: the stream the early staging runs on, its events (the
-	 * scan's scores are written; the staging is done), the staging's id -> entry map
-	 * [n_req][cap4], its scratch, the call's epoch (also the indexer's cut epoch),
-	 * and [early, late, staged] miss counts */
-	strata_stream *pre;
-	strata_event *ev_scan, *ev_pre; /* ev_pre: joined at the step's end only */
+	/* direct_misses EARLY (the indexer call stages the misses: its stage params):
+	 * the staging's id -> entry map [n_req][cap4] (NULL otherwise), its scratch, the
+	 * last call's epoch, and [early, late, staged] miss counts */
 	uint64_t *d_stage_map;
-	unsigned long long *d_cut; /* [n_req] the indexer's cut words */
 	void *d_pre_scratch;
 	size_t pre_scratch_bytes;
 	uint64_t pre_epoch;
@@ -123,9 +119,10 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L);
  * admissions and write-backs that step left running); a no-op when none is open.
  * Every user of the compute stream after a step calls it first. */
 int ref_side_join(strata_ref_engine *e);
-/* direct_misses EARLY, right after the layer's indexer call ip (launched with
- * ip->after_scan = e->ev_scan): the early staging on e->pre (a no-op otherwise). */
-int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_params *ip);
+/* direct_misses EARLY (unless early_dry): the stage parameters for layer L's indexer
+ * call (strata_indexer_params.stage), with a new epoch; 0 and *use = 0 otherwise. */
+int ref_fetch_early(strata_ref_engine *e, ref_lay *L, strata_attn_prestage_params *pp,
+		    int *use);
 /* After the layer's attention was launched: direct_misses' admission on the side
  * stream (a no-op otherwise). */
 int ref_fetch_admit(strata_ref_engine *e);

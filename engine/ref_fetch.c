@@ -27,27 +27,16 @@ static size_t stage_bytes(int n)
 	return (size_t)((n + 63) / 64) * strata_main_block_stride(64);
 }
 
-/* direct_misses EARLY: its stream, events, id -> entry map (zero: no epoch yet; an
- * 8-byte word per (request, C4 entry), counted as device bytes), the indexer's cut
- * words and the scratch. */
+/* direct_misses EARLY: the id -> entry map (zero: no epoch yet; an 8-byte word per
+ * (request, C4 entry), counted as device bytes), the scratch and the miss counts. */
 static int early_init(strata_ref_engine *e)
 {
 	const int R = e->cfg.n_req;
 	size_t map_bytes = sizeof(uint64_t) * (size_t)R * e->cap4;
 	e->pre_scratch_bytes = strata_k_attn_prestage_scratch(R);
-	int err = strata_stream_create(e->dev, &e->pre);
-	if (!err)
-		err = strata_event_create(e->dev, &e->ev_scan);
-	if (!err)
-		err = strata_event_create(e->dev, &e->ev_pre);
-	if (!err)
-		err = strata_dev_alloc(e->dev, map_bytes, (void **)&e->d_stage_map);
+	int err = strata_dev_alloc(e->dev, map_bytes, (void **)&e->d_stage_map);
 	if (!err)
 		err = strata_dev_memset(e->dev, e->d_stage_map, 0, map_bytes, NULL);
-	if (!err)
-		err = strata_dev_alloc(e->dev, sizeof(unsigned long long) * R, (void **)&e->d_cut);
-	if (!err)
-		err = strata_dev_memset(e->dev, e->d_cut, 0, sizeof(unsigned long long) * R, NULL);
 	if (!err)
 		err = strata_dev_alloc(e->dev, e->pre_scratch_bytes, &e->d_pre_scratch);
 	if (!err)
@@ -199,16 +188,9 @@ void ref_fetch_free(strata_ref_engine *e)
 	strata_dev_free(e->dev, e->stage_pool);
 	strata_dev_free(e->dev, e->miss_stage);
 	e->miss_stage = NULL;
-	strata_stream_destroy(e->dev, e->pre);
-	strata_event_destroy(e->dev, e->ev_scan);
-	strata_event_destroy(e->dev, e->ev_pre);
 	strata_dev_free(e->dev, e->d_stage_map);
 	strata_dev_free(e->dev, e->d_pre_scratch);
-	strata_dev_free(e->dev, e->d_cut);
 	strata_dev_free(e->dev, e->d_miss_counts);
-	e->d_cut = NULL;
-	e->pre = NULL;
-	e->ev_scan = e->ev_pre = NULL;
 	e->d_stage_map = NULL;
 	e->d_pre_scratch = NULL;
 	e->d_miss_counts = NULL;
@@ -249,7 +231,7 @@ int ref_fetch(strata_ref_engine *e, ref_lay *L)
 					      .map = e->hc_map, .row_map = L->d_row_rl,
 					      .map_stride = e->hc_stride, .host = L->c4,
 					      .host_B = 64, .stage = e->miss_stage, .stage_B = 64 };
-		if (e->pre) { /* EARLY: take what the early staging has published by now */
+		if (e->d_stage_map) { /* EARLY: take what the indexer call staged */
 			mp.stage_map = e->d_stage_map;
 			mp.epoch = e->pre_epoch;
 			mp.miss_counts = e->d_miss_counts;
@@ -275,14 +257,23 @@ int ref_side_join(strata_ref_engine *e)
 	return strata_stream_wait_event(e->dev, NULL, e->ev_side);
 }
 
-int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_params *ip)
+int ref_fetch_early(strata_ref_engine *e, ref_lay *L, strata_attn_prestage_params *pp,
+		    int *use)
 {
-	if (!e->pre)
+	*use = 0;
+	if (!e->d_stage_map)
 		return 0;
 	const int R = e->cfg.n_req, K = e->m.index_topk;
-	strata_attn_prestage_params pp = {
-		.n_rows = R, .topk = K, .max_limit = ip->max_limit, .row_limit = ip->row_limit,
-		.cut = ip->cut_out, .cut_epoch = ip->cut_epoch,
+	/* A new epoch every call, also with early_dry, so that the map never takes a
+	 * word of an earlier layer's or step's call. The map row's writers are the
+	 * appends (before the scan on the compute stream) and the last step's admission
+	 * (done before this step's start); the host tier's appended entries were fenced
+	 * before the scan. Stage entries, stage_map and scratch are reused only by the
+	 * next layer's call, after this layer's map on the same stream. */
+	e->pre_epoch++;
+	if (e->cfg.early_dry)
+		return 0;
+	strata_attn_prestage_params p = {
 		.map = e->hc_map, .row_map = L->d_row_rl, .map_stride = e->hc_stride,
 		.row_base = e->d_rowbase, .host = L->c4, .host_B = 64,
 		.stage = e->miss_stage, .stage_B = 64, .stage_first = (int64_t)R * K,
@@ -290,26 +281,9 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, const strata_indexer_param
 		.stage_map = e->d_stage_map, .epoch = e->pre_epoch,
 		.scratch = e->d_pre_scratch, .scratch_bytes = e->pre_scratch_bytes,
 		.n_staged = e->d_miss_counts + 2 };
-	/* The scores are written once ev_scan has passed; each row's cut a few
-	 * microseconds later (the filter's first step, polled by the kernel). Nothing
-	 * waits for this call but the next step: the index map takes what is published
-	 * by the time it runs.
-	 * The map row's writers are the appends (before the scan on the compute stream),
-	 * the last step's admission (joined by this step's start) and this step's, which
-	 * may overlap a late call here: a hit read as a miss or the reverse only changes
-	 * what is staged, never the bytes (the host tier's). An appended entry without a
-	 * hot slot must have been written back before it is copied: the compute stream
-	 * fenced those write-backs before the scan, so ev_scan orders this call after
-	 * them too. Stage entries, stage_map and scratch are reused only by the next
-	 * layer's call, after this one on e->pre. */
-	int err = strata_k_indexer_scores(e->dev, ip, &pp.scores, &pp.score_stride);
-	if (!err)
-		err = strata_stream_wait_event(e->dev, e->pre, e->ev_scan);
-	if (!err && !e->cfg.early_dry)
-		err = strata_k_attn_prestage(e->dev, &pp, e->pre);
-	if (!err)
-		err = strata_event_record(e->dev, e->ev_pre, e->pre);
-	return err;
+	*pp = p;
+	*use = 1;
+	return 0;
 }
 
 int ref_fetch_admit(strata_ref_engine *e)

@@ -343,13 +343,13 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 			.row_limit = e->d_rowlim, .pages = L->pages, .page_table = e->d_pt,
 			.max_pages = e->nblk, .B = 64, .out_ids = L->d_ids, .scratch = e->d_scratch,
 			.scratch_bytes = e->scratch_bytes };
-		if (e->pre) { /* EARLY: the scores and cuts for the early staging */
-			ip.after_scan = e->ev_scan;
-			ip.cut_out = e->d_cut;
-			ip.cut_epoch = ++e->pre_epoch;
-		}
+		strata_attn_prestage_params pp; /* EARLY: the call stages the misses */
+		int staged = 0;
+		if ((err = ref_fetch_early(e, L, &pp, &staged)))
+			return err;
+		if (staged)
+			ip.stage = &pp;
 		if ((err = strata_k_indexer(e->dev, &ip, NULL)) ||
-		    (err = ref_fetch_early(e, L, &ip)) ||
 		    (err = ref_trace_mark(e, l, STRATA_REF_T_INDEXED, NULL)))
 			return err;
 		if (e->cfg.mode == STRATA_REF_ALL_RESIDENT) {
@@ -437,8 +437,6 @@ static int device_phase(strata_ref_engine *e, int n128, float *ms)
 		err = step_failed(e, "attention side", l, attend(e, &e->lay[l], n128));
 	if (!err)
 		err = step_failed(e, "hot-cache admission", -1, ref_fetch_admit(e));
-	if (!err && e->pre) /* the last early staging (EARLY), joined with the side */
-		err = strata_stream_wait_event(e->dev, e->side, e->ev_pre);
 	if (!err && e->side && !(err = strata_event_record(e->dev, e->ev_side, e->side)))
 		e->side_open = 1;
 	if (!err)

@@ -40,6 +40,7 @@
 #include <atomic>
 
 #include "kernels/indexer_int.h"
+#include "kernels/prestage_int.h"
 #include "kernels_int.h"
 
 #include <errno.h>
@@ -70,6 +71,10 @@ struct Args {
 	float *scores;
 	size_t sstride, cap;
 	unsigned long long *cut_out, cut_epoch;
+	/* strata_indexer_params.stage: sx staging CTAs per row (0: none), then fx
+	 * filter CTAs */
+	int fx, sx;
+	strata_attn_prestage_params st;
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -922,35 +927,125 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 	}
 }
 
+/* The early staging of strata_indexer_params.stage, in the filter's launch: staging
+ * CTA x (blockIdx.x < sx, before the row's filter CTAs) takes score chunks x, x + sx,
+ * ... of kFChunk. It finds the row's cut from the scan's histogram as the filter CTAs do (no waiting on
+ * them), lists the chunk's entries in buckets >= the cut that miss in the residency
+ * map (all entries below the limit when it is <= topk) in shared memory, takes that
+ * many of the row's slots (one atomic) and copies and publishes them
+ * (pre_copy_publish). The row's last staging CTA clears the row's counters, so the
+ * scratch is zero at rest. Its copies run beside the filter and select CTAs, which
+ * take much longer at small batches, so they cost the call little. */
+__device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
+{
+	const strata_attn_prestage_params &p = a.st;
+	const int tid = threadIdx.x, lane = tid & 31, x = (int)blockIdx.x;
+	const int L = row_lim(a, row);
+	const int top = L < p.map_stride ? L : p.map_stride;
+	if (x * kFChunk >= top)
+		return; /* block-uniform; no work, not counted */
+	const bool all = L <= a.topk;
+	uint32_t need = 0;
+	if (!all) {
+		uint32_t bstar, above1;
+		need = row_cut(a, row, sm, tmp, &bstar, &above1) ? bstar : PRE_NONE;
+	}
+	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)row * PRE_CNT;
+	const int32_t *map = p.map + (size_t)p.row_map[row] * p.map_stride;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	const unsigned lt = (1u << lane) - 1u;
+	if (tid == 0)
+		sm.n_t = 0;
+	__syncthreads();
+	for (int start = x * kFChunk; need != PRE_NONE && start < top;
+	     start += a.sx * kFChunk) { /* block-uniform */
+		float s[kFPer];
+		if (!all)
+			load_chunk(sc, start, top, s);
+#pragma unroll
+		for (int u = 0; u < kFPer; u++) {
+			const int j = start + u * kFThreads + tid;
+			const bool take = j < top && (all || bucket_of(s[u]) >= need) && map[j] < 0;
+			const unsigned m = __ballot_sync(0xffffffffu, take);
+			uint32_t wb = 0;
+			if (lane == 0 && m)
+				wb = atomicAdd(&sm.n_t, (uint32_t)__popc(m));
+			wb = __shfl_sync(0xffffffffu, wb, 0);
+			if (take)
+				sm.ids[wb + (uint32_t)__popc(m & lt)] = j;
+		}
+		__syncthreads();
+		const int n = (int)sm.n_t;
+		__syncthreads(); /* everyone has n before it changes */
+		if (n) { /* block-uniform */
+			if (tid == 0) {
+				sm.digit = (int)atomicAdd(&cnt[0], (uint32_t)n);
+				sm.n_t = 0;
+			}
+			__syncthreads();
+			const int room = p.cap - sm.digit;
+			const int ne = room <= 0 ? 0 : room < n ? room : n;
+			pre_copy_publish<kFThreads, 16>(p, row, sm.ids, ne, /* 16: registers */
+							p.stage_first + (int64_t)row * p.cap + sm.digit);
+			__syncthreads(); /* the list is reused */
+		}
+	}
+	__threadfence();
+	__syncthreads();
+	if (tid == 0) {
+		const int chunks = (top + kFChunk - 1) / kFChunk;
+		const int nblk = chunks < a.sx ? chunks : a.sx;
+		sm.last = atomicAdd(&cnt[1], 1u) == (uint32_t)nblk - 1;
+	}
+	__syncthreads();
+	if (!sm.last || tid != 0)
+		return;
+	const uint32_t taken = atomicAdd(&cnt[0], 0u); /* every CTA's share is in */
+	if (p.n_staged)
+		atomicAdd(p.n_staged, (unsigned long long)(taken < (uint32_t)p.cap ? taken : p.cap));
+	cnt[0] = 0;
+	cnt[1] = 0;
+}
+
 /* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
  * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row and
  * clears its counters, and CTA 0 of rows with limit <= k writes them; else
  * select_kernel does both. */
+/* Two CTAs per SM: 64 registers a thread at most (the staging role copies 16 entries a
+ * round to stay within them). */
 template <bool FUSE>
-__global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
+__global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
+	/* the staging CTAs come first in the launch, so that they read the scan's
+	 * histogram before the row's select clears it (a later read would only stage
+	 * less: the index map copies what is not published) */
+	if ((int)blockIdx.x < a.sx) { /* block-uniform */
+		stage_role(a, row, sm, tmp);
+		return;
+	}
+	const int bx = (int)blockIdx.x - a.sx; /* this CTA's filter chunk */
 	const int L = row_lim(a, row);
 	if (L <= k) {
-		if (blockIdx.x == 0 && tid == 0)
+		if (bx == 0 && tid == 0)
 			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
-		if (FUSE && blockIdx.x == 0)
+		if (FUSE && bx == 0)
 			write_trivial(a, row, L, false);
 		return;
 	}
-	if ((int)blockIdx.x * kFChunk >= L)
+	if (bx * kFChunk >= L)
 		return; /* block-uniform */
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	/* the first chunk's scores do not depend on the cut: in flight while it is found */
-	int start = blockIdx.x * kFChunk;
+	int start = bx * kFChunk;
 	float s[kFPer];
 	load_chunk(sc, start, L, s);
 	uint32_t bstar, above1;
 	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
-	if (cut && blockIdx.x == 0 && tid == 0)
+	if (cut && bx == 0 && tid == 0)
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
 	if (cut) {
 		uint32_t base;
@@ -961,7 +1056,7 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 		__syncthreads();
 		const int lane = tid & 31;
 		const unsigned lt = (1u << lane) - 1u;
-		/* chunks x, x + gridDim.x, ... (large batches: fewer CTAs, one cut and flush each) */
+		/* chunks x, x + fx, ... (large batches: fewer CTAs, one cut and flush each) */
 		for (;;) {
 #pragma unroll
 			for (int u = 0; u < kFPer; u++) {
@@ -994,7 +1089,7 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 							(unsigned long long)(0xffffffffu - (uint32_t)j);
 				}
 			}
-			start += (int)gridDim.x * kFChunk;
+			start += a.fx * kFChunk;
 			if (start >= L)
 				break;
 			load_chunk(sc, start, L, s);
@@ -1013,7 +1108,7 @@ __global__ void __launch_bounds__(kFThreads) filter_kernel(Args a)
 	__syncthreads();
 	if (tid == 0) {
 		const uint32_t chunks = (uint32_t)((L + kFChunk - 1) / kFChunk);
-		const uint32_t nblk = chunks < gridDim.x ? chunks : gridDim.x; /* CTAs with work */
+		const uint32_t nblk = chunks < (uint32_t)a.fx ? chunks : (uint32_t)a.fx; /* CTAs with work */
 		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
 	}
 	__syncthreads();
@@ -1127,8 +1222,15 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		       cudaEvent_t *ev)
 {
 	int err = idx_check_params(p);
+	strata_attn_prestage_params pst;
+	if (!err)
+		err = idx_stage_params(p, &pst);
 	if (err)
 		return err;
+	/* the staging copies move 16-byte pieces; its counters are 4-byte words */
+	if (p->stage && (((uintptr_t)p->stage->host & 15) || ((uintptr_t)p->stage->stage & 15) ||
+			 ((uintptr_t)p->stage->scratch & 3)))
+		return -EINVAL;
 	if (p->topk > STRATA_INDEXER_MAX_TOPK || p->n_req > 65535 || p->n_rows > 65535 ||
 	    p->max_limit > (INT_MAX >> 2) ||
 	    p->B % 4 || (p->pages && ((uintptr_t)p->pages & 15)))
@@ -1213,12 +1315,21 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		want = want < 1 ? 1 : want;
 		fx = (unsigned)(chunks < want ? chunks : want);
 	}
-	dim3 fg(fx, (unsigned)p->n_rows);
+	/* early staging (p->stage): sx more CTAs per row beside the filter's */
+	a.fx = (int)fx;
+	if (p->stage) {
+		const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
+		long long sx = p->stage->max_ctas ? p->stage->max_ctas : (long long)fx;
+		sx = sx < 1 ? 1 : sx > chunks ? chunks : sx;
+		a.sx = (int)(sx < 1 ? 1 : sx);
+		a.st = *p->stage;
+	}
+	dim3 fg(fx + (unsigned)a.sx, (unsigned)p->n_rows);
 	if (!ev) { /* filter with the row's select fused into its last CTA */
 		filter_kernel<true><<<fg, kFThreads, 0, st>>>(a);
 		return strata_dev_check(dev, "indexer: filter+select");
 	}
-	if (scored) {
+	if (scored || a.sx) { /* unscored rows: the staging CTAs still have work */
 		filter_kernel<false><<<fg, kFThreads, 0, st>>>(a);
 		if ((err = strata_dev_check(dev, "indexer: filter")))
 			return err;

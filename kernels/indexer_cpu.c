@@ -8,6 +8,7 @@
  * followed by a sort of the k winners by id.
  */
 #include "kernels/indexer_int.h"
+#include "kernels/prestage_int.h"
 #include "kernels_int.h"
 
 #include <errno.h>
@@ -67,13 +68,62 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
 	return cpu_scratch(p);
 }
 
+int idx_stage_params(const strata_indexer_params *p, strata_attn_prestage_params *out)
+{
+	if (!p || !p->stage)
+		return 0;
+	static const float score_slot = 0.0f;
+	static const unsigned long long cut_slot = 0;
+	strata_attn_prestage_params q = *p->stage;
+	q.n_rows = p->n_rows;
+	q.topk = p->topk;
+	q.max_limit = p->max_limit;
+	q.row_limit = p->row_limit;
+	q.scores = &score_slot;          /* the call's, once it has run */
+	q.score_stride = (size_t)p->max_limit;
+	q.cut = &cut_slot;               /* likewise */
+	q.cut_epoch = 1;
+	q.wait_us = 0;
+	*out = q;
+	return pre_check(&q);
+}
+
+/* CPU: the call, then strata_k_attn_prestage_cpu with its scores and cuts (in the
+ * caller's cut_out, or in words of our own). */
+static int indexer_cpu_staged(strata_dev *dev, const strata_indexer_params *p)
+{
+	strata_attn_prestage_params pp;
+	int err = idx_stage_params(p, &pp);
+	if (err)
+		return err;
+	strata_indexer_params q = *p;
+	unsigned long long *own = NULL;
+	if (!q.cut_out) {
+		own = calloc(p->n_rows > 0 ? (size_t)p->n_rows : 1, sizeof *own);
+		if (!own)
+			return -ENOMEM;
+		q.cut_out = own;
+		q.cut_epoch = 1;
+	}
+	err = strata_k_indexer_cpu(&q);
+	if (!err && p->n_rows > 0)
+		err = strata_k_indexer_scores(dev, &q, &pp.scores, &pp.score_stride);
+	if (!err && p->n_rows > 0) {
+		pp.cut = q.cut_out;
+		pp.cut_epoch = q.cut_epoch;
+		err = strata_k_attn_prestage_cpu(&pp);
+	}
+	free(own);
+	return err;
+}
+
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s)
 {
 #ifdef STRATA_HAVE_CUDA
 	if (strata_dev_is_gpu(dev))
 		return strata_k_indexer_gpu(dev, p, s);
 #endif
-	int err = strata_k_indexer_cpu(p);
+	int err = p && p->stage ? indexer_cpu_staged(dev, p) : strata_k_indexer_cpu(p);
 	if (!err && p->after_scan)
 		err = strata_event_record(dev, p->after_scan, s);
 	return err;

@@ -194,6 +194,10 @@ extern "C" {
 #endif
 /* Checks the host fields both backends share; 0 or -EINVAL. */
 int idx_check_params(const strata_indexer_params *p);
+/* p->stage as the prestage parameters of this call (scores, cuts and limits are the
+ * call's: placeholders until it runs), checked as strata_k_attn_prestage would: 0 or
+ * -EINVAL. NULL stage: 0. */
+int idx_stage_params(const strata_indexer_params *p, struct strata_attn_prestage_params *out);
 #ifdef STRATA_HAVE_CUDA
 int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 int strata_k_indexer_phases_gpu(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,

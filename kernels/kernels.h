@@ -245,6 +245,17 @@ typedef struct strata_indexer_params {
 				     * volatile store: another stream may poll for it. */
 	uint64_t cut_epoch;          /* 1 .. 2^40 - 1, new for each call that shares
 				      * cut_out */
+	/* Or NULL: early staging inside the call. The call also does what
+	 * strata_k_attn_prestage(stage) would with this call's rows, limits, scores and
+	 * cuts (its n_rows, topk, max_limit, row_limit, scores, score_stride, cut,
+	 * cut_epoch and wait_us are ignored): each row's misses among the entries that can
+	 * still make the top-k are copied into the row's stage slots and published in
+	 * stage_map before the call ends. GPU: by extra CTAs of the filter launch
+	 * (stage->max_ctas per row; 0: as many as the filter has), which find the cut
+	 * from the scan's histogram themselves, so the copies run beside the filter and
+	 * the selection, with no event or second stream. Every other rule of
+	 * strata_attn_prestage_params holds (alignment, limits, scratch zero at rest). */
+	const struct strata_attn_prestage_params *stage;
 } strata_indexer_params;
 
 /* The indexer's score buckets (2048): the top 11 bits of the score's fp16 (round to

@@ -31,8 +31,6 @@ constexpr int kT = 512;
 constexpr int kPer = 2;
 constexpr int kChunk = kT * kPer;
 constexpr int kRound = 64;                                /* entries copied per round */
-constexpr int kPieces = GATHER_PIECES;                    /* 36 x 16 B data, 8 B scales */
-constexpr int kLoads = (kRound * kPieces + kT - 1) / kT; /* 16-byte loads per thread */
 
 struct Smem {
 	uint32_t need;
@@ -73,47 +71,6 @@ __device__ void row_need(const strata_attn_prestage_params &p, int r, Smem &sm)
 		sm.need = need;
 	}
 	__syncthreads();
-}
-
-/* Copies list[0, n) (ids of row r) into the row's entries first + [0, n) and publishes
- * them. */
-__device__ void copy_publish(const strata_attn_prestage_params &p, int r, const int32_t *list,
-			     int n, int64_t first)
-{
-	const int tid = threadIdx.x;
-	const int64_t hb = p.row_base[r];
-	for (int t0 = 0; t0 < n; t0 += kRound) {
-		const int np = min(kRound, n - t0) * kPieces;
-		uint4 v[kLoads];
-#pragma unroll
-		for (int u = 0; u < kLoads; u++) {
-			const int c = tid + u * kT;
-			if (c < np) {
-				const int e = c / kPieces, pc = c - e * kPieces;
-				const int64_t src = hb + list[t0 + e];
-				v[u] = gather_piece_load(attn_entry_data(p.host, p.host_B, src),
-							 attn_entry_scales(p.host, p.host_B, src), pc);
-			}
-		}
-#pragma unroll
-		for (int u = 0; u < kLoads; u++) {
-			const int c = tid + u * kT;
-			if (c < np) {
-				const int e = c / kPieces, pc = c - e * kPieces;
-				const int64_t dst = first + t0 + e;
-				gather_piece_store(
-					const_cast<uint8_t *>(attn_entry_data(p.stage, p.stage_B, dst)),
-					const_cast<uint8_t *>(attn_entry_scales(p.stage, p.stage_B, dst)),
-					pc, v[u]);
-			}
-		}
-	}
-	__threadfence(); /* this thread's bytes, device-wide, before any word below */
-	__syncthreads();
-	volatile unsigned long long *sm =
-		reinterpret_cast<volatile unsigned long long *>(p.stage_map) + (size_t)r * p.map_stride;
-	for (int e = tid; e < n; e += kT)
-		sm[list[e]] = (unsigned long long)(p.epoch << PRE_ENTRY_BITS | (uint64_t)(first + e));
 }
 
 __global__ void __launch_bounds__(kT) prestage_kernel(const strata_attn_prestage_params p)
@@ -169,8 +126,8 @@ __global__ void __launch_bounds__(kT) prestage_kernel(const strata_attn_prestage
 			__syncthreads();
 			const int room = p.cap - sm.base;
 			const int ne = room <= 0 ? 0 : room < n ? room : n;
-			copy_publish(p, r, sm.list, ne,
-				     p.stage_first + (int64_t)r * p.cap + sm.base);
+			pre_copy_publish<kT, kRound>(p, r, sm.list, ne,
+						     p.stage_first + (int64_t)r * p.cap + sm.base);
 			__syncthreads(); /* the list is reused */
 		}
 		start += gridDim.x * kChunk;

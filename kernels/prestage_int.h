@@ -42,6 +42,57 @@ static inline size_t pre_scratch_bytes(int n_rows)
 	return (size_t)n_rows * PRE_CNT * sizeof(uint32_t);
 }
 
+#ifdef __CUDACC__
+#include "kernels/gather_int.h"
+
+/* Copies list[0, n) (entry ids of row r) from the host tier into stage entries
+ * first + [0, n) and publishes them. Every thread of a block of T calls it: up to
+ * ROUND entries a round, every thread issuing its 16-byte loads of a round before any
+ * store; then each thread fences its stores device-wide, the block syncs, and only
+ * then are the stage_map words written (volatile), so that a reader that finds a word
+ * with its epoch finds the bytes. */
+template <int T, int ROUND>
+__device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
+				 const int32_t *list, int n, int64_t first)
+{
+	constexpr int kLoads = (ROUND * GATHER_PIECES + T - 1) / T;
+	const int tid = threadIdx.x;
+	const int64_t hb = p.row_base[r];
+	for (int t0 = 0; t0 < n; t0 += ROUND) {
+		const int np = min(ROUND, n - t0) * GATHER_PIECES;
+		uint4 v[kLoads];
+#pragma unroll
+		for (int u = 0; u < kLoads; u++) {
+			const int c = tid + u * T;
+			if (c < np) {
+				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+				const int64_t src = hb + list[t0 + e];
+				v[u] = gather_piece_load(attn_entry_data(p.host, p.host_B, src),
+							 attn_entry_scales(p.host, p.host_B, src), pc);
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < kLoads; u++) {
+			const int c = tid + u * T;
+			if (c < np) {
+				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+				const int64_t dst = first + t0 + e;
+				gather_piece_store(
+					const_cast<uint8_t *>(attn_entry_data(p.stage, p.stage_B, dst)),
+					const_cast<uint8_t *>(attn_entry_scales(p.stage, p.stage_B, dst)),
+					pc, v[u]);
+			}
+		}
+	}
+	__threadfence(); /* this thread's bytes, device-wide, before any word below */
+	__syncthreads();
+	volatile unsigned long long *sm =
+		reinterpret_cast<volatile unsigned long long *>(p.stage_map) + (size_t)r * p.map_stride;
+	for (int e = tid; e < n; e += T)
+		sm[list[e]] = (unsigned long long)(p.epoch << PRE_ENTRY_BITS | (uint64_t)(first + e));
+}
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

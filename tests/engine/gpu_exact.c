@@ -17,8 +17,8 @@ static strata_dev *open_dev(strata_backend b, int priority_main)
 }
 
 /* modes 3, 4 and 5: HISPARSE with direct_misses, misses read in place by attention
- * (3), staged on the device by the map kernel (4), or staged early, while top-k runs,
- * on a third stream (5) */
+ * (3), staged on the device by the map kernel (4), or staged early, inside the
+ * indexer call while top-k runs (5) */
 enum { NM = 6 };
 static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode mode,
 			       int n_req, int max_ctx, int hot, int keep)

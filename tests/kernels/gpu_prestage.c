@@ -19,7 +19,10 @@
  *     cut_epoch and strata_k_indexer_bucket (host) of the topk-th highest of the GPU's
  *     own scores (so the GPU's fp16 rounding is checked), CUT_ALL for limit <= topk;
  *     early staging polling those words on a second stream after after_scan leaves
- *     the map no miss to copy. */
+ *     the map no miss to copy;
+ *   - indexer with stage (the staging inside its filter launch): the same ids, the
+ *     twin's marks from the GPU's own scores and cuts, n_staged, the scratch zero,
+ *     and the map again copies no miss. */
 #define PRESTAGE_HELPERS_ONLY
 #include "test_prestage.c"
 
@@ -497,6 +500,45 @@ START_TEST(indexer_after_scan_end_to_end)
 		if (out2[i] <= -2 - (int32_t)c.p.stage_first)
 			ck_assert(entry_eq(gst, 64, -2 - (int64_t)out2[i], c.host, 64,
 					   c.row_base[i / 512] + ids1[i]));
+
+	/* Staging inside the indexer call (p.stage, epoch 5): no second stream, no event.
+	 * The same marks as the twin computes from the GPU's own scores and cuts, the same
+	 * ids, the scratch zero after it, and the map finds every miss staged. */
+	for (int r = 0; r < 4; r++)
+		hcut[r] = cut_word(5, (uint32_t)(hcut[r] & 0xfff));
+	c.p.cut_epoch = 5;
+	from_dev(sm0, d.g.stage_map, sizeof(uint64_t) * nw);
+	from_dev(st0, d.g.stage, c.stage_bytes);
+	unsigned long long *dns = to_dev(NULL, sizeof *dns), ns = 0;
+	ck_assert_int_eq(strata_dev_memset(dev, dns, 0, sizeof *dns, NULL), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, dmc, 0, sizeof mc, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	d.g.epoch = 5;
+	d.g.n_staged = dns;
+	p.stage = &d.g;
+	p.cut_epoch = 5;
+	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
+	mp.epoch = 5;
+	ck_assert_int_eq(strata_k_attn_map(dev, &mp, s1), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
+	p.stage = NULL;
+	d.g.n_staged = NULL;
+	scr = malloc(c.p.scratch_bytes);
+	from_dev(scr, d.g.scratch, c.p.scratch_bytes);
+	check_zero(scr, c.p.scratch_bytes);
+	free(scr);
+	from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
+	from_dev(gst, d.g.stage, c.stage_bytes);
+	from_dev(&ns, dns, sizeof ns);
+	from_dev(mc, dmc, sizeof mc);
+	from_dev(out2, p.out_ids, sizeof(int32_t) * n);
+	ck_assert_mem_eq(out2, ids1, sizeof(int32_t) * n);
+	const long nf = pc_check(&c, gsm, gst, sm0, st0, 5, 1);
+	ck_assert_int_gt(nf, 0);
+	ck_assert_uint_eq(ns, (unsigned long long)nf);
+	ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]); /* every miss, staged early */
+	ck_assert_uint_eq(mc[1], 0);
+	strata_dev_free(dev, dns);
 	strata_dev_free(dev, dout);
 	strata_dev_free(dev, dmc);
 	free(out2);

@@ -1062,7 +1062,9 @@ END_TEST
  * topk-th score (CUT_ALL for limit <= topk); a too-small scratch (the twin then scores
  * elsewhere) or none is -EINVAL for the view, and a cut_epoch of 0 or 2^40 for the
  * indexer (the words untouched). Then end to end: early staging from those scores and
- * cuts with a large cap leaves the map no miss to copy. */
+ * cuts with a large cap leaves the map no miss to copy; the same staging inside the
+ * indexer call (strata_indexer_params.stage, cut words of its own) makes the same
+ * marks and counts them, and a bad stage is refused before anything is written. */
 START_TEST(indexer_scores_and_end_to_end)
 {
 	int rows_of[2] = { 2, 2 }, lim[4] = { 3000, 700, 400, 1500 };
@@ -1142,13 +1144,53 @@ START_TEST(indexer_scores_and_end_to_end)
 		uint64_t rng = 62;
 		pc_covers(&c);
 		pc_stage(&c, -1, 0, &rng);
-		ck_assert_int_gt(pc_run(&c, 1, 1), 0);
+		const long n1 = pc_run(&c, 1, 1);
+		ck_assert_int_gt(n1, 0);
 		int32_t *out = malloc(sizeof(int32_t) * 4 * 512);
 		long cnt[3];
 		map_check(&c, t.ids, 512, 1, out, cnt);
 		ck_assert_int_gt(cnt[1], 0);
 		ck_assert_int_eq(cnt[2], 0);
 		free(out);
+		{
+			/* the same staging inside the indexer call (p.stage) with cut words
+			 * of its own (cut_out NULL), epoch 2: the same marks, the same ids;
+			 * a bad stage (epoch 0) is refused before anything is written */
+			const size_t nw = (size_t)4 * c.p.map_stride;
+			uint64_t *sm0 = malloc(sizeof *sm0 * nw);
+			uint8_t *st0 = malloc(c.stage_bytes);
+			int32_t *ids0 = malloc(sizeof(int32_t) * 4 * 512);
+			memcpy(sm0, c.p.stage_map, sizeof *sm0 * nw);
+			memcpy(st0, c.stage, c.stage_bytes);
+			memcpy(ids0, t.ids, sizeof(int32_t) * 4 * 512);
+			strata_attn_prestage_params sp = c.p;
+			sp.epoch = 2;
+			strata_indexer_params si = t.p;
+			si.stage = &sp;
+			si.cut_out = NULL;
+			si.after_scan = NULL;
+			unsigned long long staged = 0;
+			sp.n_staged = &staged;
+			ck_assert_int_eq(strata_k_indexer(d, &si, NULL), 0);
+			check_zero(c.p.scratch, c.p.scratch_bytes);
+			ck_assert_int_eq(pc_check(&c, c.p.stage_map, c.stage, sm0, st0, 2, 1), n1);
+			ck_assert_uint_eq(staged, (unsigned long long)n1);
+			ck_assert_mem_eq(t.ids, ids0, sizeof(int32_t) * 4 * 512);
+			memset(t.ids, 0x7f, sizeof(int32_t) * 4 * 512);
+			memcpy(sm0, c.p.stage_map, sizeof *sm0 * nw);
+			sp.epoch = 0;
+			ck_assert_int_eq(strata_k_indexer(d, &si, NULL), -EINVAL);
+			sp.epoch = 3;
+			sp.max_ctas = -1;
+			ck_assert_int_eq(strata_k_indexer(d, &si, NULL), -EINVAL);
+			for (int i = 0; i < 4 * 512; i++)
+				ck_assert_int_eq(t.ids[i], 0x7f7f7f7f);
+			ck_assert_mem_eq(sm0, c.p.stage_map, sizeof *sm0 * nw);
+			memcpy(t.ids, ids0, sizeof(int32_t) * 4 * 512);
+			free(sm0);
+			free(st0);
+			free(ids0);
+		}
 		pc_free(&c);
 
 		strata_indexer_params b = t.p;
