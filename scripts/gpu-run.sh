@@ -105,14 +105,11 @@ if [ "$mode" = trace ]; then # where a batch-1 step's time goes, per CSA layer a
 	stamp "ncu rc=$?"
 	exit 0
 fi
-if [ "$mode" = early ]; then # early staging (direct_misses EARLY) against AUTO, ~5 min
-	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 5 --rows hisparse-direct,hisparse-early
-	run decode_128k_trace 120 bench decode --check --contexts 128K --batches 1 --reps 5 --rows hisparse-direct,hisparse-early --trace
-	run decode_1m 300 bench decode --check --contexts 1M --batches 1,8 --reps 5 --rows hisparse-direct,hisparse-early --host-gib 110
-	timeout 200 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
-		"$B" bench decode --contexts 128K --batches 1 --reps 2 --rows hisparse-early --profile \
-		>"$out/ncu_early_b1.csv" 2>"$out/ncu_early_b1.err"
-	stamp "ncu rc=$?"
+if [ "$mode" = early ]; then # early staging inside the indexer call (EARLY) against AUTO, ~5 min
+	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct,hisparse-early
+	run trace_128k 120 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct,hisparse-early --trace
+	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows hisparse-direct,hisparse-early --host-gib 110
+	run indexer_1row 60 bench indexer --phases --check --ctx 128K,1M --batch 1 --rows 1
 	exit 0
 fi
 run decode_128k 200 bench decode --check --direct-all --contexts 128K --batches 1,32 --reps 5
