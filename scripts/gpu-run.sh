@@ -109,7 +109,6 @@ if [ "$mode" = early ]; then # early staging inside the indexer call (EARLY) aga
 	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct,hisparse-early
 	run trace_128k 120 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct,hisparse-early --trace
 	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows hisparse-direct,hisparse-early --host-gib 110
-	run indexer_1row 60 bench indexer --phases --check --ctx 128K,1M --batch 1 --rows 1
 	exit 0
 fi
 run decode_128k 200 bench decode --check --direct-all --contexts 128K --batches 1,32 --reps 5
