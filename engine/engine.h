@@ -115,7 +115,7 @@ typedef struct strata_ref_config {
 	int early_ctas;          /* EARLY: the staging CTAs per request in the
 				    indexer's filter launch
 				    (strata_attn_prestage_params.max_ctas); 0: as
-				    many as the filter's */
+				    many as fit one wave beside the filter's */
 	int early_slots;         /* EARLY: stage slots per request; 0: 2 x top-k
 				    (fewer leave more misses to the index map) */
 	int early_dry;           /* EARLY, diagnostic: everything but the staging

@@ -1021,8 +1021,10 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	__shared__ SelSmem sm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
 	/* the staging CTAs come first in the launch, so that they read the scan's
-	 * histogram before the row's select clears it (a later read would only stage
-	 * less: the index map copies what is not published) */
+	 * histogram before the row's select clears it. A later read would see some bins
+	 * zeroed: a lower cut (a superset staged, cap permitting) or none (nothing
+	 * staged). Never a wrong word: each one published names an exact copy, and the
+	 * index map copies whatever is not published. */
 	if ((int)blockIdx.x < a.sx) { /* block-uniform */
 		stage_role(a, row, sm, tmp);
 		return;
@@ -1301,25 +1303,34 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		return err ? err : STRATA_E_CUDA;
 	}
 	/* rows with limit <= k need no filter CTAs beyond the first (they write 0..limit-1);
-	 * about two waves of filter CTAs in all (4 resident per SM), chunks looped beyond */
+	 * 8 filter CTAs per SM in all (about four waves at two resident per SM), chunks
+	 * looped beyond */
 	unsigned fx = 1;
-	if (scored) {
-		int devi = 0, nsm = 0;
+	int nsm = 0;
+	if (scored || p->stage) {
+		int devi = 0;
 		if (cudaGetDevice(&devi) != cudaSuccess ||
 		    cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, devi) != cudaSuccess) {
 			err = strata_dev_check(dev, "indexer: device attributes");
 			return err ? err : STRATA_E_CUDA;
 		}
+	}
+	if (scored) {
 		const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
 		long long want = (long long)(nsm > 0 ? nsm : 1) * 8 / p->n_rows;
 		want = want < 1 ? 1 : want;
 		fx = (unsigned)(chunks < want ? chunks : want);
 	}
-	/* early staging (p->stage): sx more CTAs per row beside the filter's */
+	/* early staging (p->stage): sx more CTAs per row beside the filter's; by default
+	 * as many as fit one wave beside them (two 512-thread CTAs per SM), at most one
+	 * per filter CTA: staging CTAs queued in front of filter CTAs would put the
+	 * copies on top-k's path */
 	a.fx = (int)fx;
 	if (p->stage) {
 		const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
-		long long sx = p->stage->max_ctas ? p->stage->max_ctas : (long long)fx;
+		long long room = ((long long)2 * nsm - (long long)fx * p->n_rows) / p->n_rows;
+		long long sx = p->stage->max_ctas ? p->stage->max_ctas
+						  : room < (long long)fx ? room : (long long)fx;
 		sx = sx < 1 ? 1 : sx > chunks ? chunks : sx;
 		a.sx = (int)(sx < 1 ? 1 : sx);
 		a.st = *p->stage;

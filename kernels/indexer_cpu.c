@@ -96,6 +96,10 @@ static int indexer_cpu_staged(strata_dev *dev, const strata_indexer_params *p)
 	int err = idx_stage_params(p, &pp);
 	if (err)
 		return err;
+	/* the scores must stay in the caller's scratch for the staging: refuse a
+	 * scratch the twin would replace with its own before anything is written */
+	if (p->n_rows > 0 && (!p->scratch || p->scratch_bytes < cpu_scratch(p)))
+		return -EINVAL;
 	strata_indexer_params q = *p;
 	unsigned long long *own = NULL;
 	if (!q.cut_out) {

@@ -250,8 +250,10 @@ typedef struct strata_indexer_params {
 	 * cuts (its n_rows, topk, max_limit, row_limit, scores, score_stride, cut,
 	 * cut_epoch and wait_us are ignored): each row's misses among the entries that can
 	 * still make the top-k are copied into the row's stage slots and published in
-	 * stage_map before the call ends. GPU: by extra CTAs of the filter launch
-	 * (stage->max_ctas per row; 0: as many as the filter has), which find the cut
+	 * stage_map before the call ends; the call's scratch must then be its own
+	 * (strata_k_indexer_scratch bytes). GPU: by extra CTAs of the filter launch
+	 * (stage->max_ctas per row; 0: as many as fit one wave beside the filter's, at
+	 * most one per filter CTA, at least one), which find the cut
 	 * from the scan's histogram themselves, so the copies run beside the filter and
 	 * the selection, with no event or second stream. Every other rule of
 	 * strata_attn_prestage_params holds (alignment, limits, scratch zero at rest). */

@@ -1183,6 +1183,10 @@ START_TEST(indexer_scores_and_end_to_end)
 			sp.epoch = 3;
 			sp.max_ctas = -1;
 			ck_assert_int_eq(strata_k_indexer(d, &si, NULL), -EINVAL);
+			sp.max_ctas = 0;
+			si.scratch_bytes = n - 1; /* the twin would score elsewhere */
+			ck_assert_int_eq(strata_k_indexer(d, &si, NULL), -EINVAL);
+			si.scratch_bytes = n;
 			for (int i = 0; i < 4 * 512; i++)
 				ck_assert_int_eq(t.ids[i], 0x7f7f7f7f);
 			ck_assert_mem_eq(sm0, c.p.stage_map, sizeof *sm0 * nw);
