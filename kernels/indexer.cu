@@ -978,33 +978,14 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 		const int n = (int)sm.n_t;
 		__syncthreads(); /* everyone has n before it changes */
 		if (n) { /* block-uniform */
-			if (tid == 0) {
-				sm.digit = (int)atomicAdd(&cnt[0], (uint32_t)n);
+			if (tid == 0)
 				sm.n_t = 0;
-			}
-			__syncthreads();
-			const int room = p.cap - sm.digit;
-			const int ne = room <= 0 ? 0 : room < n ? room : n;
-			pre_copy_publish<kFThreads, 16>(p, row, sm.ids, ne, /* 16: registers */
-							p.stage_first + (int64_t)row * p.cap + sm.digit);
-			__syncthreads(); /* the list is reused */
+			/* 16 entries a round: the filter kernel's 64 registers */
+			pre_take_copy<kFThreads, 16>(p, row, cnt, sm.ids, n, sm.digit);
 		}
 	}
-	__threadfence();
-	__syncthreads();
-	if (tid == 0) {
-		const int chunks = (top + kFChunk - 1) / kFChunk;
-		const int nblk = chunks < a.sx ? chunks : a.sx;
-		sm.last = atomicAdd(&cnt[1], 1u) == (uint32_t)nblk - 1;
-	}
-	__syncthreads();
-	if (!sm.last || tid != 0)
-		return;
-	const uint32_t taken = atomicAdd(&cnt[0], 0u); /* every CTA's share is in */
-	if (p.n_staged)
-		atomicAdd(p.n_staged, (unsigned long long)(taken < (uint32_t)p.cap ? taken : p.cap));
-	cnt[0] = 0;
-	cnt[1] = 0;
+	const int chunks = (top + kFChunk - 1) / kFChunk;
+	pre_row_done(p, cnt, chunks < a.sx ? chunks : a.sx, sm.last);
 }
 
 /* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's

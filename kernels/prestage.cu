@@ -119,16 +119,9 @@ __global__ void __launch_bounds__(kT) prestage_kernel(const strata_attn_prestage
 		const int n = sm.n;
 		__syncthreads(); /* everyone has n before it changes */
 		if (n) { /* block-uniform */
-			if (tid == 0) {
-				sm.base = (int)atomicAdd(&cnt[0], (uint32_t)n);
+			if (tid == 0)
 				sm.n = 0;
-			}
-			__syncthreads();
-			const int room = p.cap - sm.base;
-			const int ne = room <= 0 ? 0 : room < n ? room : n;
-			pre_copy_publish<kT, kRound>(p, r, sm.list, ne,
-						     p.stage_first + (int64_t)r * p.cap + sm.base);
-			__syncthreads(); /* the list is reused */
+			pre_take_copy<kT, kRound>(p, r, cnt, sm.list, n, sm.base);
 		}
 		start += gridDim.x * kChunk;
 #pragma unroll
@@ -137,21 +130,8 @@ __global__ void __launch_bounds__(kT) prestage_kernel(const strata_attn_prestage
 			s[u] = !all && j < top ? __ldcg(sc + j) : 0.0f;
 		}
 	}
-	__threadfence();
-	__syncthreads();
-	if (tid == 0) {
-		const int chunks = (L + kChunk - 1) / kChunk;
-		const int nblk = chunks < (int)gridDim.x ? chunks : (int)gridDim.x;
-		sm.last = atomicAdd(&cnt[1], 1u) == (uint32_t)nblk - 1;
-	}
-	__syncthreads();
-	if (!sm.last || tid != 0)
-		return;
-	const uint32_t taken = atomicAdd(&cnt[0], 0u); /* every CTA's share is in */
-	if (p.n_staged)
-		atomicAdd(p.n_staged, (unsigned long long)(taken < (uint32_t)p.cap ? taken : p.cap));
-	cnt[0] = 0;
-	cnt[1] = 0;
+	const int chunks = (L + kChunk - 1) / kChunk;
+	pre_row_done(p, cnt, chunks < (int)gridDim.x ? chunks : (int)gridDim.x, sm.last);
 }
 
 } // namespace

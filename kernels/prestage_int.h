@@ -91,6 +91,43 @@ __device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
 	for (int e = tid; e < n; e += T)
 		sm[list[e]] = (unsigned long long)(p.epoch << PRE_ENTRY_BITS | (uint64_t)(first + e));
 }
+
+/* Takes n of row r's slots (one atomic on the row's counters cnt) and copies and
+ * publishes as many of list[0, n) as the row's cap leaves room for. Every thread of
+ * the block calls it; base is a shared int of the caller's. */
+template <int T, int ROUND>
+__device__ void pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
+			      const int32_t *list, int n, int &base)
+{
+	if (threadIdx.x == 0)
+		base = (int)atomicAdd(&cnt[0], (uint32_t)n);
+	__syncthreads();
+	const int room = p.cap - base;
+	const int ne = room <= 0 ? 0 : room < n ? room : n;
+	pre_copy_publish<T, ROUND>(p, r, list, ne, p.stage_first + (int64_t)r * p.cap + base);
+	__syncthreads(); /* list and base are reused */
+}
+
+/* The end of a staging CTA of a row: every CTA of the row that had work calls it
+ * (all threads), nblk of them; the last adds the row's marks to n_staged and clears
+ * the row's counters, so the scratch is zero at rest. last is a shared int of the
+ * caller's. */
+__device__ inline void pre_row_done(const strata_attn_prestage_params &p, uint32_t *cnt,
+				    int nblk, int &last)
+{
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0)
+		last = atomicAdd(&cnt[1], 1u) == (uint32_t)nblk - 1;
+	__syncthreads();
+	if (!last || threadIdx.x != 0)
+		return;
+	const uint32_t taken = atomicAdd(&cnt[0], 0u); /* every CTA's share is in */
+	if (p.n_staged)
+		atomicAdd(p.n_staged, (unsigned long long)(taken < (uint32_t)p.cap ? taken : p.cap));
+	cnt[0] = 0;
+	cnt[1] = 0;
+}
 #endif
 
 #ifdef __cplusplus
