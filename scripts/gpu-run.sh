@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -100,6 +100,17 @@ if [ "$mode" = trace ]; then # where a batch-1 step's time goes, per CSA layer a
 	run trace_128k_hod 100 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct --trace --host-on-device
 	run trace_1m 150 bench decode --check --contexts 1M --batches 1 --reps 5 --rows hisparse-direct,hisparse-early --trace --host-gib 110
 	timeout 240 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
+		"$B" bench decode --contexts 128K --batches 1 --reps 2 --rows hisparse-direct,hisparse-early --profile \
+		>"$out/ncu_b1.csv" 2>"$out/ncu_b1.err"
+	stamp "ncu rc=$?"
+	exit 0
+fi
+if [ "$mode" = ediag ]; then # where early staging's extra top-k time goes at batch 1 (no tests)
+	T="bench decode --check --contexts 128K --batches 1 --reps 16 --trace"
+	run e_base 100 $T --rows hisparse-direct,hisparse-early
+	run e_slots1 100 $T --rows hisparse-early --early-slots 1
+	run e_ctas4 100 $T --rows hisparse-early --early-ctas 4
+	timeout 200 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
 		"$B" bench decode --contexts 128K --batches 1 --reps 2 --rows hisparse-direct,hisparse-early --profile \
 		>"$out/ncu_b1.csv" 2>"$out/ncu_b1.err"
 	stamp "ncu rc=$?"
