@@ -54,7 +54,7 @@ static const char *usage =
 	"EARLY: misses staged inside the indexer call while top-k runs; column early = the share\n"
 	"of misses it staged in time). --direct-all: also\n"
 	"hisparse-inplace and hisparse-staged (--direct: accepted, the default). --rows:\n"
-	"only these rows (all-resident always runs: the ratios need it).\n"
+	"only these rows, any of the above (all-resident always runs: the ratios need it).\n"
 	"--profile: open a profiler range around each point's last timed step (for\n"
 	"ncu --profile-from-start off: the kernels of exactly one decode step per mode).";
 
@@ -212,7 +212,7 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 		pt->fetched_mb = (double)(st.fetched_bytes - st0.fetched_bytes) / 1e6 / o->reps;
 		pt->dev_per_req = st.device_bytes / (uint64_t)batch;
 		uint64_t ea = st.early_misses - st0.early_misses, la = st.late_misses - st0.late_misses;
-		pt->early = direct == STRATA_REF_MISS_EARLY && ea + la
+		pt->early = st.miss_path == STRATA_REF_MISS_EARLY && ea + la
 				    ? (double)ea / (double)(ea + la)
 				    : -1.0;
 		pt->digest = strata_ref_engine_digest(e);
@@ -355,7 +355,7 @@ int strata_bench_decode(int argc, char **argv)
 	static const int row_direct[NMODES] = { 0, 0, 0, STRATA_REF_MISS_AUTO,
 						STRATA_REF_MISS_EARLY, STRATA_REF_MISS_IN_PLACE,
 						STRATA_REF_MISS_STAGED };
-	const int n_rows = direct == 2 ? 7 : 5;
+	const int n_rows = direct == 2 || only ? 7 : 5; /* --rows may name any row */
 	int check_failed = 0;
 	uint64_t dev_budget = (uint64_t)(dev_gib * 1073741824.0);
 	uint64_t host_budget = (uint64_t)(host_gib * 1073741824.0);

@@ -60,18 +60,24 @@ typedef enum {
 					 crosses the bus once before attention */
 	STRATA_REF_MISS_AUTO = 3,     /* STAGED when attention would read an entry more
 					 than once (strata_k_attn_head_groups > 1: small
-					 batches), else IN_PLACE */
+					 batches), else IN_PLACE; and EARLY instead of
+					 STAGED when the indexer call would give each of
+					 its filter CTAs a staging CTA in the same wave
+					 (strata_k_indexer_stage_ctas: batch 1 at 1M,
+					 up to about 8 at 128K on an H200). On the CPU
+					 backend: IN_PLACE. strata_ref_stats.miss_path
+					 says which. */
 	STRATA_REF_MISS_EARLY = 4,    /* STAGED, with the copies made inside the
 					 indexer call: extra CTAs of its filter launch find
 					 the cut from the scan's histogram and stage the
 					 misses among the entries that can still make the
 					 top-k while the filter and select run
 					 (strata_indexer_params.stage); the index map
-					 copies only what is not staged. Not yet measured
-					 on a GPU. (The earlier design, a third stream
-					 polling the indexer's published cut, staged ~100 %
-					 in time but slowed top-k 5 - 7 us per layer:
-					 bench/results/2026-11-30-h200-s5.) */
+					 copies only what is not staged. H200, batch 1:
+					 128K 1.04 - 1.05 of all-resident against 1.08 -
+					 1.10 for STAGED; with fewer staging CTAs than
+					 filter CTAs (large batches) much slower
+					 (bench/results/2026-11-30-h200-s6). */
 } strata_ref_miss_path;
 
 /* strata_ref_config.host_tier. */
@@ -155,6 +161,9 @@ typedef struct strata_ref_stats {
 	 * the index map still had to copy itself (both 0 in other modes) */
 	uint64_t early_misses, late_misses;
 	int host_mem;              /* strata_host_mem of the C4 host tier (0: plain) */
+	int miss_path;             /* HISPARSE with direct_misses: the path taken
+				      (strata_ref_miss_path; AUTO resolved to IN_PLACE,
+				      STAGED or EARLY at create); else 0 */
 } strata_ref_stats;
 
 /* Create an engine on dev (which the caller keeps open until destroy). Allocates every

@@ -86,6 +86,7 @@ struct strata_ref_engine {
 	uint8_t *miss_stage;    /* direct_misses staged: [n_req x topk] entries, or NULL
 				   (misses read in place) */
 	int hc_stride;          /* its ids per rl */
+	int miss_path;          /* direct_misses as resolved (AUTO: what it chose) */
 	/* direct_misses EARLY (the indexer call stages the misses: its stage params):
 	 * the staging's id -> entry map [n_req][cap4] (NULL otherwise), its scratch, the
 	 * last call's epoch, and [early, late, staged] miss counts */

@@ -145,8 +145,12 @@ int ref_fetch_init(strata_ref_engine *e)
 	if (!err && e->cfg.direct_misses) {
 		/* staged or in place: AUTO stages when attention's plan for a CSA layer
 		 * (top-k + window, this batch) has more than one head group, each of which
-		 * would read every miss over the bus */
-		const int early = e->cfg.direct_misses == STRATA_REF_MISS_EARLY;
+		 * would read every miss over the bus; and stages early when the indexer
+		 * call gives every filter CTA a staging CTA beside it in one wave (fewer
+		 * staging CTAs each walk several chunks, and their copies outlast top-k:
+		 * 1M batch 8 was 1.64 of all-resident early against 1.05 staged by the
+		 * map, bench/results/2026-11-30-h200-s6) */
+		int early = e->cfg.direct_misses == STRATA_REF_MISS_EARLY;
 		int stage = e->cfg.direct_misses == STRATA_REF_MISS_STAGED || early;
 		if (e->cfg.direct_misses == STRATA_REF_MISS_AUTO) {
 			strata_attn_params ap = { .n_rows = R, .heads = e->m.n_heads, .n_idx = K,
@@ -157,7 +161,17 @@ int ref_fetch_init(strata_ref_engine *e)
 			if (g < 0)
 				err = g;
 			stage = g > 1;
+			strata_attn_prestage_params shape = { .max_ctas = e->cfg.early_ctas };
+			strata_indexer_params ip = { .heads = e->m.index_heads, .topk = K,
+						     .n_req = R, .n_rows = R, .max_rows = 1,
+						     .max_limit = e->cap4, .stage = &shape };
+			int fx = 0, sx = err ? 0 : strata_k_indexer_stage_ctas(e->dev, &ip, &fx);
+			if (sx < 0)
+				err = sx;
+			early = stage && fx > 0 && sx >= fx;
 		}
+		e->miss_path = early ? STRATA_REF_MISS_EARLY
+			       : stage ? STRATA_REF_MISS_STAGED : STRATA_REF_MISS_IN_PLACE;
 		if (!err && stage) {
 			/* the map's entries (r * topk + k), then EARLY's 2 x topk per
 			 * request (it stages misses among a superset of the top-k) */

@@ -549,6 +549,7 @@ void strata_ref_engine_stats(const strata_ref_engine *e, strata_ref_stats *st)
 	if (!e)
 		return;
 	*st = e->st;
+	st->miss_path = e->miss_path;
 	/* [early, late, staged] of EARLY's index maps and early staging (device) */
 	unsigned long long mc[3] = { 0, 0, 0 };
 	const int have_mc = e->d_miss_counts &&

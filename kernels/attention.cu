@@ -897,16 +897,19 @@ __device__ __forceinline__ int64_t map_one(const strata_attn_map_params &p, size
 		p.out[i] = p.row_base[r] + (p.positional ? (int32_t)(i % p.width) : id);
 		return -1;
 	}
-	const int32_t v = id < p.map_stride ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
+	/* the stage word is read beside the residency word, not after it: a miss then
+	 * costs one dependent round trip, as a hit does. volatile: early staging may
+	 * publish while this runs */
+	const bool in = id < p.map_stride;
+	const uint64_t sv = p.stage_map && in
+				    ? *reinterpret_cast<const volatile unsigned long long *>(
+					      p.stage_map + r * p.map_stride + id)
+				    : 0;
+	const int32_t v = in ? p.map[(size_t)p.row_map[r] * p.map_stride + id] : -1;
 	if (v >= 0) {
 		p.out[i] = v;
 		return -1;
 	}
-	/* volatile: early staging may publish while this runs */
-	const uint64_t sv = p.stage_map && id < p.map_stride
-				    ? *reinterpret_cast<const volatile unsigned long long *>(
-					      p.stage_map + r * p.map_stride + id)
-				    : 0;
 	*late = !(p.stage_map && sv >> 24 == p.epoch);
 	if (!*late) {
 		*early = true;

@@ -927,15 +927,31 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 	}
 }
 
+/* A staging CTA's chunk: the scores (unless every entry is taken) and the residency
+ * words of entries start + u * kFThreads + tid below top. */
+__device__ __forceinline__ void load_stage_chunk(const float *sc, const int32_t *map, int start,
+						 int top, bool all, float (&s)[kFPer],
+						 int32_t (&m)[kFPer])
+{
+#pragma unroll
+	for (int u = 0; u < kFPer; u++) {
+		const int j = start + u * kFThreads + (int)threadIdx.x;
+		s[u] = j < top && !all ? sc[j] : 0.0f;
+		m[u] = j < top ? map[j] : 0;
+	}
+}
+
 /* The early staging of strata_indexer_params.stage, in the filter's launch: staging
  * CTA x (blockIdx.x < sx, before the row's filter CTAs) takes score chunks x, x + sx,
- * ... of kFChunk. It finds the row's cut from the scan's histogram as the filter CTAs do (no waiting on
- * them), lists the chunk's entries in buckets >= the cut that miss in the residency
- * map (all entries below the limit when it is <= topk) in shared memory, takes that
- * many of the row's slots (one atomic) and copies and publishes them
- * (pre_copy_publish). The row's last staging CTA clears the row's counters, so the
- * scratch is zero at rest. Its copies run beside the filter and select CTAs, which
- * take much longer at small batches, so they cost the call little. */
+ * ... of kFChunk. It finds the row's cut from the scan's histogram as the filter CTAs
+ * do (no waiting on them), lists the chunk's entries in buckets >= the cut that miss
+ * in the residency map (all entries below the limit when it is <= topk) in shared
+ * memory, takes that many of the row's slots (one atomic) and copies and publishes
+ * them (pre_take_copy). The row's last staging CTA clears the row's counters, so the
+ * scratch is zero at rest. Its copies run beside the filter and select CTAs; at batch
+ * 1 they end about when top-k does, so every step of the chain is latency on top-k's
+ * path: the first chunk's scores and residency words are in flight while the cut is
+ * found, and the slot take's atomic while the first copies' loads are. */
 __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
 {
 	const strata_attn_prestage_params &p = a.st;
@@ -945,27 +961,27 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 	if (x * kFChunk >= top)
 		return; /* block-uniform; no work, not counted */
 	const bool all = L <= a.topk;
+	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)row * PRE_CNT;
+	const int32_t *map = p.map + (size_t)p.row_map[row] * p.map_stride;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	int start = x * kFChunk;
+	float s[kFPer];
+	int32_t mv[kFPer];
+	load_stage_chunk(sc, map, start, top, all, s, mv);
 	uint32_t need = 0;
 	if (!all) {
 		uint32_t bstar, above1;
 		need = row_cut(a, row, sm, tmp, &bstar, &above1) ? bstar : PRE_NONE;
 	}
-	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)row * PRE_CNT;
-	const int32_t *map = p.map + (size_t)p.row_map[row] * p.map_stride;
-	const float *sc = a.scores + (size_t)row * a.sstride;
 	const unsigned lt = (1u << lane) - 1u;
 	if (tid == 0)
 		sm.n_t = 0;
 	__syncthreads();
-	for (int start = x * kFChunk; need != PRE_NONE && start < top;
-	     start += a.sx * kFChunk) { /* block-uniform */
-		float s[kFPer];
-		if (!all)
-			load_chunk(sc, start, top, s);
+	while (need != PRE_NONE) { /* block-uniform */
 #pragma unroll
 		for (int u = 0; u < kFPer; u++) {
 			const int j = start + u * kFThreads + tid;
-			const bool take = j < top && (all || bucket_of(s[u]) >= need) && map[j] < 0;
+			const bool take = j < top && (all || bucket_of(s[u]) >= need) && mv[u] < 0;
 			const unsigned m = __ballot_sync(0xffffffffu, take);
 			uint32_t wb = 0;
 			if (lane == 0 && m)
@@ -977,12 +993,18 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 		__syncthreads();
 		const int n = (int)sm.n_t;
 		__syncthreads(); /* everyone has n before it changes */
+		start += a.sx * kFChunk;
+		const bool more = start < top;
+		if (more) /* the next chunk's reads under this chunk's copies */
+			load_stage_chunk(sc, map, start, top, all, s, mv);
 		if (n) { /* block-uniform */
 			if (tid == 0)
 				sm.n_t = 0;
 			/* 16 entries a round: the filter kernel's 64 registers */
 			pre_take_copy<kFThreads, 16>(p, row, cnt, sm.ids, n, sm.digit);
 		}
+		if (!more)
+			break;
 	}
 	const int chunks = (top + kFChunk - 1) / kFChunk;
 	pre_row_done(p, cnt, chunks < a.sx ? chunks : a.sx, sm.last);
@@ -1198,6 +1220,34 @@ cudaError_t launch_scan_fmt(const Args &a, int R, int n_req, int max_limit, cuda
 
 } // namespace
 
+/* The filter launch's shape on a GPU of nsm SMs: fx filter CTAs per row (rows with
+ * limit <= k need no filter CTAs beyond the first; 8 per SM in all, about four waves at
+ * two resident per SM, chunks looped beyond) and, with p->stage, sx staging CTAs per
+ * row beside them: stage->max_ctas, or by default as many as fit one wave beside the
+ * filter's (two 512-thread CTAs per SM), at most one per filter CTA (staging CTAs
+ * queued in front of filter CTAs would put the copies on top-k's path); else 0. */
+static void filter_shape(int nsm, const strata_indexer_params *p, int *fx_out, int *sx_out)
+{
+	const bool scored = p->max_limit > p->topk && p->n_req > 0;
+	const long long rows = p->n_rows > 0 ? p->n_rows : 1;
+	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
+	long long fx = 1;
+	if (scored) {
+		long long want = (long long)(nsm > 0 ? nsm : 1) * 8 / rows;
+		want = want < 1 ? 1 : want;
+		fx = chunks < want ? chunks : want;
+	}
+	long long sx = 0;
+	if (p->stage) {
+		long long room = ((long long)2 * nsm - fx * rows) / rows;
+		sx = p->stage->max_ctas ? p->stage->max_ctas : room < fx ? room : fx;
+		sx = sx > chunks ? chunks : sx;
+		sx = sx < 1 ? 1 : sx;
+	}
+	*fx_out = (int)fx;
+	*sx_out = (int)sx;
+}
+
 /* The whole indexer on stream s; with ev (5 events) recorded at the start, after the
  * (former) memset, and after each of the scan, filter and select (the phases benchmark
  * aid). */
@@ -1283,10 +1333,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		err = strata_dev_check(dev, "indexer: after_scan event");
 		return err ? err : STRATA_E_CUDA;
 	}
-	/* rows with limit <= k need no filter CTAs beyond the first (they write 0..limit-1);
-	 * 8 filter CTAs per SM in all (about four waves at two resident per SM), chunks
-	 * looped beyond */
-	unsigned fx = 1;
 	int nsm = 0;
 	if (scored || p->stage) {
 		int devi = 0;
@@ -1296,27 +1342,13 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			return err ? err : STRATA_E_CUDA;
 		}
 	}
-	if (scored) {
-		const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
-		long long want = (long long)(nsm > 0 ? nsm : 1) * 8 / p->n_rows;
-		want = want < 1 ? 1 : want;
-		fx = (unsigned)(chunks < want ? chunks : want);
-	}
-	/* early staging (p->stage): sx more CTAs per row beside the filter's; by default
-	 * as many as fit one wave beside them (two 512-thread CTAs per SM), at most one
-	 * per filter CTA: staging CTAs queued in front of filter CTAs would put the
-	 * copies on top-k's path */
-	a.fx = (int)fx;
-	if (p->stage) {
-		const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
-		long long room = ((long long)2 * nsm - (long long)fx * p->n_rows) / p->n_rows;
-		long long sx = p->stage->max_ctas ? p->stage->max_ctas
-						  : room < (long long)fx ? room : (long long)fx;
-		sx = sx < 1 ? 1 : sx > chunks ? chunks : sx;
-		a.sx = (int)(sx < 1 ? 1 : sx);
+	int fx = 1, sx = 0;
+	filter_shape(nsm, p, &fx, &sx);
+	a.fx = fx;
+	a.sx = sx;
+	if (p->stage)
 		a.st = *p->stage;
-	}
-	dim3 fg(fx + (unsigned)a.sx, (unsigned)p->n_rows);
+	dim3 fg((unsigned)(fx + sx), (unsigned)p->n_rows);
 	if (!ev) { /* filter with the row's select fused into its last CTA */
 		filter_kernel<true><<<fg, kFThreads, 0, st>>>(a);
 		return strata_dev_check(dev, "indexer: filter+select");
@@ -1367,4 +1399,21 @@ out:
 	while (n > 0)
 		cudaEventDestroy(ev[--n]);
 	return err;
+}
+
+extern "C" int strata_k_indexer_stage_ctas_gpu(strata_dev *dev, const strata_indexer_params *p,
+					       int *filter)
+{
+	(void)dev;
+	int devi = 0, nsm = 0;
+	if (cudaGetDevice(&devi) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, devi) != cudaSuccess) {
+		int err = strata_dev_check(dev, "indexer: device attributes");
+		return err ? err : STRATA_E_CUDA;
+	}
+	int fx = 1, sx = 0;
+	filter_shape(nsm, p, &fx, &sx);
+	if (filter)
+		*filter = fx;
+	return sx;
 }

@@ -133,6 +133,20 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
 	return err;
 }
 
+int strata_k_indexer_stage_ctas(strata_dev *dev, const strata_indexer_params *p, int *filter)
+{
+	if (filter)
+		*filter = 0;
+	if (!p)
+		return -EINVAL;
+#ifdef STRATA_HAVE_CUDA
+	if (strata_dev_is_gpu(dev))
+		return strata_k_indexer_stage_ctas_gpu(dev, p, filter);
+#endif
+	(void)dev;
+	return 0;
+}
+
 int strata_k_indexer_scores(const strata_dev *dev, const strata_indexer_params *p,
 			    const float **scores, size_t *stride)
 {

@@ -200,6 +200,8 @@ int idx_check_params(const strata_indexer_params *p);
 int idx_stage_params(const strata_indexer_params *p, struct strata_attn_prestage_params *out);
 #ifdef STRATA_HAVE_CUDA
 int strata_k_indexer_gpu(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
+int strata_k_indexer_stage_ctas_gpu(strata_dev *dev, const strata_indexer_params *p,
+				    int *filter);
 int strata_k_indexer_phases_gpu(strata_dev *dev, const strata_indexer_params *p, strata_stream *s,
 				float ms[4]);
 #endif

@@ -279,6 +279,14 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */
 int strata_k_indexer_cpu(const strata_indexer_params *p);
+/* The staging CTAs per row that a strata_k_indexer call with p's shapes (n_rows,
+ * n_req, topk, max_limit; p->stage set with max_ctas 0, its pointers not read) gets
+ * on dev, and in *filter (may be NULL) the filter CTAs per row beside them; 0 and 0
+ * on the CPU backend, which has no CTAs. When the staging CTAs are fewer than the
+ * filter's, each walks several score chunks and their copies can outlast top-k
+ * (bench/results/2026-11-30-h200-s6): for callers choosing whether to stage early. A
+ * negative error code when the device cannot be queried. */
+int strata_k_indexer_stage_ctas(strata_dev *dev, const strata_indexer_params *p, int *filter);
 /* Where a strata_k_indexer call with p's shapes leaves its scores in p->scratch (both
  * backends): the score of entry j < limit of row r (a row with limit > topk) is
  * (*scores)[r * *stride + j]. They stay there until the next call on that scratch;

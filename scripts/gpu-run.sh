@@ -116,10 +116,11 @@ if [ "$mode" = ediag ]; then # where early staging's extra top-k time goes at ba
 	stamp "ncu rc=$?"
 	exit 0
 fi
-if [ "$mode" = early ]; then # early staging inside the indexer call (EARLY) against AUTO, ~5 min
-	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct,hisparse-early
-	run trace_128k 120 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct,hisparse-early --trace
-	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows hisparse-direct,hisparse-early --host-gib 110
+if [ "$mode" = early ]; then # early staging inside the indexer call (EARLY) against AUTO and STAGED, ~6 min
+	R=hisparse-staged,hisparse-direct,hisparse-early
+	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows $R
+	run trace_128k 120 bench decode --check --contexts 128K --batches 1 --reps 16 --rows $R --trace
+	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows $R --host-gib 110
 	exit 0
 fi
 run decode_128k 200 bench decode --check --direct-all --contexts 128K --batches 1,32 --reps 5

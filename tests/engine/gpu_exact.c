@@ -16,10 +16,10 @@ static strata_dev *open_dev(strata_backend b, int priority_main)
 	return d;
 }
 
-/* modes 3, 4 and 5: HISPARSE with direct_misses, misses read in place by attention
- * (3), staged on the device by the map kernel (4), or staged early, inside the
- * indexer call while top-k runs (5) */
-enum { NM = 6 };
+/* modes 3 - 6: HISPARSE with direct_misses, misses read in place by attention (3),
+ * staged on the device by the map kernel (4), staged early, inside the indexer call
+ * while top-k runs (5), or AUTO's choice among those (6) */
+enum { NM = 7 };
 static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode mode,
 			       int n_req, int max_ctx, int hot, int keep)
 {
@@ -29,6 +29,7 @@ static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode
 	c.direct_misses = (int)mode == 3   ? STRATA_REF_MISS_IN_PLACE
 			  : (int)mode == 4 ? STRATA_REF_MISS_STAGED
 			  : (int)mode == 5 ? STRATA_REF_MISS_EARLY
+			  : (int)mode == 6 ? STRATA_REF_MISS_AUTO
 					   : STRATA_REF_MISS_COPY;
 	c.n_req = n_req;
 	c.max_ctx = max_ctx;
@@ -70,6 +71,16 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 					      m, i / nl, i % nl);
 		}
 		dg[m] = strata_ref_engine_digest(e);
+		strata_ref_stats st;
+		strata_ref_engine_stats(e, &st);
+		if (m >= 3 && m <= 5)
+			ck_assert_int_eq(st.miss_path, m == 3   ? STRATA_REF_MISS_IN_PLACE
+						       : m == 4 ? STRATA_REF_MISS_STAGED
+								: STRATA_REF_MISS_EARLY);
+		if (m == 6) /* AUTO resolved to one of the three */
+			ck_assert(st.miss_path >= STRATA_REF_MISS_IN_PLACE &&
+				  st.miss_path != STRATA_REF_MISS_AUTO &&
+				  st.miss_path <= STRATA_REF_MISS_EARLY);
 		strata_ref_engine_destroy(e);
 	}
 	ck_assert_uint_eq(dg[0], dg[1]);
@@ -77,6 +88,7 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 	ck_assert_uint_eq(dg[0], dg[3]);
 	ck_assert_uint_eq(dg[0], dg[4]);
 	ck_assert_uint_eq(dg[0], dg[5]);
+	ck_assert_uint_eq(dg[0], dg[6]);
 	free(h0);
 	strata_dev_close(d);
 }

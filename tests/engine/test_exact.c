@@ -195,6 +195,10 @@ static void modes_identical(strata_ref_inputs in)
 		ck_assert_uint_gt(sd.hits, 0);   /* and from the hot cache */
 		stage_bytes[pi] = sd.hot_bytes;
 		host_b[pi] = sd.host_bytes;
+		/* the path taken: AUTO resolves (one head group on the CPU: in place) */
+		const int base = paths[pi] & ~(HOST_HUGE | EARLY_DRY | EARLY_FEW);
+		ck_assert_int_eq(sd.miss_path,
+				 base == STRATA_REF_MISS_AUTO ? STRATA_REF_MISS_IN_PLACE : base);
 		if (paths[pi] == (STRATA_REF_MISS_EARLY | EARLY_DRY)) {
 			/* no staging kernel: the index map copies every miss */
 			ck_assert_uint_eq(sd.early_misses, 0);
