@@ -927,31 +927,15 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 	}
 }
 
-/* A staging CTA's chunk: the scores (unless every entry is taken) and the residency
- * words of entries start + u * kFThreads + tid below top. */
-__device__ __forceinline__ void load_stage_chunk(const float *sc, const int32_t *map, int start,
-						 int top, bool all, float (&s)[kFPer],
-						 int32_t (&m)[kFPer])
-{
-#pragma unroll
-	for (int u = 0; u < kFPer; u++) {
-		const int j = start + u * kFThreads + (int)threadIdx.x;
-		s[u] = j < top && !all ? sc[j] : 0.0f;
-		m[u] = j < top ? map[j] : 0;
-	}
-}
-
 /* The early staging of strata_indexer_params.stage, in the filter's launch: staging
  * CTA x (blockIdx.x < sx, before the row's filter CTAs) takes score chunks x, x + sx,
- * ... of kFChunk. It finds the row's cut from the scan's histogram as the filter CTAs
- * do (no waiting on them), lists the chunk's entries in buckets >= the cut that miss
- * in the residency map (all entries below the limit when it is <= topk) in shared
- * memory, takes that many of the row's slots (one atomic) and copies and publishes
- * them (pre_take_copy). The row's last staging CTA clears the row's counters, so the
- * scratch is zero at rest. Its copies run beside the filter and select CTAs; at batch
- * 1 they end about when top-k does, so every step of the chain is latency on top-k's
- * path: the first chunk's scores and residency words are in flight while the cut is
- * found, and the slot take's atomic while the first copies' loads are. */
+ * ... of kFChunk. It finds the row's cut from the scan's histogram as the filter CTAs do (no waiting on
+ * them), lists the chunk's entries in buckets >= the cut that miss in the residency
+ * map (all entries below the limit when it is <= topk) in shared memory, takes that
+ * many of the row's slots (one atomic) and copies and publishes them
+ * (pre_copy_publish). The row's last staging CTA clears the row's counters, so the
+ * scratch is zero at rest. Its copies run beside the filter and select CTAs, which
+ * take much longer at small batches, so they cost the call little. */
 __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
 {
 	const strata_attn_prestage_params &p = a.st;
@@ -961,27 +945,27 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 	if (x * kFChunk >= top)
 		return; /* block-uniform; no work, not counted */
 	const bool all = L <= a.topk;
-	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)row * PRE_CNT;
-	const int32_t *map = p.map + (size_t)p.row_map[row] * p.map_stride;
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	int start = x * kFChunk;
-	float s[kFPer];
-	int32_t mv[kFPer];
-	load_stage_chunk(sc, map, start, top, all, s, mv);
 	uint32_t need = 0;
 	if (!all) {
 		uint32_t bstar, above1;
 		need = row_cut(a, row, sm, tmp, &bstar, &above1) ? bstar : PRE_NONE;
 	}
+	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)row * PRE_CNT;
+	const int32_t *map = p.map + (size_t)p.row_map[row] * p.map_stride;
+	const float *sc = a.scores + (size_t)row * a.sstride;
 	const unsigned lt = (1u << lane) - 1u;
 	if (tid == 0)
 		sm.n_t = 0;
 	__syncthreads();
-	while (need != PRE_NONE) { /* block-uniform */
+	for (int start = x * kFChunk; need != PRE_NONE && start < top;
+	     start += a.sx * kFChunk) { /* block-uniform */
+		float s[kFPer];
+		if (!all)
+			load_chunk(sc, start, top, s);
 #pragma unroll
 		for (int u = 0; u < kFPer; u++) {
 			const int j = start + u * kFThreads + tid;
-			const bool take = j < top && (all || bucket_of(s[u]) >= need) && mv[u] < 0;
+			const bool take = j < top && (all || bucket_of(s[u]) >= need) && map[j] < 0;
 			const unsigned m = __ballot_sync(0xffffffffu, take);
 			uint32_t wb = 0;
 			if (lane == 0 && m)
@@ -993,18 +977,12 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 		__syncthreads();
 		const int n = (int)sm.n_t;
 		__syncthreads(); /* everyone has n before it changes */
-		start += a.sx * kFChunk;
-		const bool more = start < top;
-		if (more) /* the next chunk's reads under this chunk's copies */
-			load_stage_chunk(sc, map, start, top, all, s, mv);
 		if (n) { /* block-uniform */
 			if (tid == 0)
 				sm.n_t = 0;
 			/* 16 entries a round: the filter kernel's 64 registers */
 			pre_take_copy<kFThreads, 16>(p, row, cnt, sm.ids, n, sm.digit);
 		}
-		if (!more)
-			break;
 	}
 	const int chunks = (top + kFChunk - 1) / kFChunk;
 	pre_row_done(p, cnt, chunks < a.sx ? chunks : a.sx, sm.last);

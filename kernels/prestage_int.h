@@ -45,84 +45,66 @@ static inline size_t pre_scratch_bytes(int n_rows)
 #ifdef __CUDACC__
 #include "kernels/gather_int.h"
 
-/* One round of the copies: the 16-byte pieces of list[t0, t0 + ne) (ne <= ROUND) of
- * row r, every thread of a block of T taking pieces tid, tid + T, ... . Loads and
- * stores are separate calls, so that a thread's loads are all in flight before its
- * first store and the caller can do other work between them. */
+/* Copies list[0, n) (entry ids of row r) from the host tier into stage entries
+ * first + [0, n) and publishes them. Every thread of a block of T calls it: up to
+ * ROUND entries a round, every thread issuing its 16-byte loads of a round before any
+ * store; then each thread fences its stores device-wide, the block syncs, and only
+ * then are the stage_map words written (volatile), so that a reader that finds a word
+ * with its epoch finds the bytes. */
 template <int T, int ROUND>
-__device__ __forceinline__ void pre_round_load(const strata_attn_prestage_params &p, int64_t hb,
-					       const int32_t *list, int t0, int ne,
-					       uint4 (&v)[(ROUND * GATHER_PIECES + T - 1) / T])
-{
-	constexpr int kLoads = (ROUND * GATHER_PIECES + T - 1) / T;
-	const int np = ne * GATHER_PIECES;
-#pragma unroll
-	for (int u = 0; u < kLoads; u++) {
-		const int c = (int)threadIdx.x + u * T;
-		if (c < np) {
-			const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
-			const int64_t src = hb + list[t0 + e];
-			v[u] = gather_piece_load(attn_entry_data(p.host, p.host_B, src),
-						 attn_entry_scales(p.host, p.host_B, src), pc);
-		}
-	}
-}
-
-template <int T, int ROUND>
-__device__ __forceinline__ void pre_round_store(const strata_attn_prestage_params &p,
-						int64_t first, int t0, int ne,
-						const uint4 (&v)[(ROUND * GATHER_PIECES + T - 1) / T])
-{
-	constexpr int kLoads = (ROUND * GATHER_PIECES + T - 1) / T;
-	const int np = ne * GATHER_PIECES;
-#pragma unroll
-	for (int u = 0; u < kLoads; u++) {
-		const int c = (int)threadIdx.x + u * T;
-		if (c < np) {
-			const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
-			const int64_t dst = first + t0 + e;
-			gather_piece_store(const_cast<uint8_t *>(attn_entry_data(p.stage, p.stage_B, dst)),
-					   const_cast<uint8_t *>(attn_entry_scales(p.stage, p.stage_B, dst)),
-					   pc, v[u]);
-		}
-	}
-}
-
-/* Takes n of row r's slots (one atomic on the row's counters cnt), copies as many of
- * list[0, n) (entry ids of row r) as the row's cap leaves room for from the host tier
- * into the slots, ROUND entries a round, and publishes them. Every thread of a block
- * of T calls it; base is a shared int of the caller's. The first round's loads are
- * issued before the slot take, so the atomic's round trip hides under the bus's (an
- * entry past the room is read and not stored). Then each thread fences its stores
- * device-wide, the block syncs, and only then are the stage_map words written
- * (volatile), so that a reader that finds a word with its epoch finds the bytes. */
-template <int T, int ROUND>
-__device__ void pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
-			      const int32_t *list, int n, int &base)
+__device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
+				 const int32_t *list, int n, int64_t first)
 {
 	constexpr int kLoads = (ROUND * GATHER_PIECES + T - 1) / T;
 	const int tid = threadIdx.x;
 	const int64_t hb = p.row_base[r];
-	uint4 v[kLoads];
-	pre_round_load<T, ROUND>(p, hb, list, 0, n < ROUND ? n : ROUND, v);
-	if (tid == 0)
-		base = (int)atomicAdd(&cnt[0], (uint32_t)n);
-	__syncthreads();
-	const int room = p.cap - base;
-	const int ne = room <= 0 ? 0 : room < n ? room : n;
-	const int64_t first = p.stage_first + (int64_t)r * p.cap + base;
-	for (int t0 = 0; t0 < ne; t0 += ROUND) {
-		const int k = ne - t0 < ROUND ? ne - t0 : ROUND;
-		if (t0)
-			pre_round_load<T, ROUND>(p, hb, list, t0, k, v);
-		pre_round_store<T, ROUND>(p, first, t0, k, v);
+	for (int t0 = 0; t0 < n; t0 += ROUND) {
+		const int np = min(ROUND, n - t0) * GATHER_PIECES;
+		uint4 v[kLoads];
+#pragma unroll
+		for (int u = 0; u < kLoads; u++) {
+			const int c = tid + u * T;
+			if (c < np) {
+				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+				const int64_t src = hb + list[t0 + e];
+				v[u] = gather_piece_load(attn_entry_data(p.host, p.host_B, src),
+							 attn_entry_scales(p.host, p.host_B, src), pc);
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < kLoads; u++) {
+			const int c = tid + u * T;
+			if (c < np) {
+				const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+				const int64_t dst = first + t0 + e;
+				gather_piece_store(
+					const_cast<uint8_t *>(attn_entry_data(p.stage, p.stage_B, dst)),
+					const_cast<uint8_t *>(attn_entry_scales(p.stage, p.stage_B, dst)),
+					pc, v[u]);
+			}
+		}
 	}
 	__threadfence(); /* this thread's bytes, device-wide, before any word below */
 	__syncthreads();
 	volatile unsigned long long *sm =
 		reinterpret_cast<volatile unsigned long long *>(p.stage_map) + (size_t)r * p.map_stride;
-	for (int e = tid; e < ne; e += T)
+	for (int e = tid; e < n; e += T)
 		sm[list[e]] = (unsigned long long)(p.epoch << PRE_ENTRY_BITS | (uint64_t)(first + e));
+}
+
+/* Takes n of row r's slots (one atomic on the row's counters cnt) and copies and
+ * publishes as many of list[0, n) as the row's cap leaves room for. Every thread of
+ * the block calls it; base is a shared int of the caller's. */
+template <int T, int ROUND>
+__device__ void pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
+			      const int32_t *list, int n, int &base)
+{
+	if (threadIdx.x == 0)
+		base = (int)atomicAdd(&cnt[0], (uint32_t)n);
+	__syncthreads();
+	const int room = p.cap - base;
+	const int ne = room <= 0 ? 0 : room < n ? room : n;
+	pre_copy_publish<T, ROUND>(p, r, list, ne, p.stage_first + (int64_t)r * p.cap + base);
 	__syncthreads(); /* list and base are reused */
 }
 
