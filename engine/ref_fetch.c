@@ -284,7 +284,7 @@ int ref_fetch_early(strata_ref_engine *e, ref_lay *L, strata_attn_prestage_param
 	 * (done before this step's start); the host tier's appended entries were fenced
 	 * before the scan. Stage entries, stage_map and scratch are reused only by the
 	 * next layer's call, after this layer's map on the same stream. */
-	e->pre_epoch++;
+	e->pre_epoch++; /* one more each call: the GPU's slot counters go by its parity */
 	if (e->cfg.early_dry)
 		return 0;
 	strata_attn_prestage_params p = {

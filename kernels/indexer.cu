@@ -929,34 +929,41 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 
 /* The early staging of strata_indexer_params.stage, in the filter's launch: staging
  * CTA x (blockIdx.x < sx, before the row's filter CTAs) takes score chunks x, x + sx,
- * ... of kFChunk. It finds the row's cut from the scan's histogram as the filter CTAs do (no waiting on
- * them), lists the chunk's entries in buckets >= the cut that miss in the residency
- * map (all entries below the limit when it is <= topk) in shared memory, takes that
- * many of the row's slots (one atomic) and copies and publishes them
- * (pre_copy_publish). The row's last staging CTA clears the row's counters, so the
- * scratch is zero at rest. Its copies run beside the filter and select CTAs, which
- * take much longer at small batches, so they cost the call little. */
+ * ... of kFChunk. It finds the row's cut from the scan's histogram as the filter CTAs
+ * do (no waiting on them), lists the chunk's entries in buckets >= the cut that miss
+ * in the residency map (all entries below the limit when it is <= topk) in shared
+ * memory, takes that many of the row's slots (one atomic) and copies and publishes
+ * them (pre_take_copy), and adds what it published to n_staged (no reply awaited).
+ * At batch 1 the staging CTAs end about when top-k does, so nothing follows the last
+ * copy: the row's slot counter is the one of the call's epoch parity (scratch words
+ * 2 and 3), and CTA 0 zeroes the other for the next call (which has the other parity
+ * and runs after this one on the stream) instead of a last CTA clearing counters
+ * behind a fence and an atomic. */
 __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
 {
 	const strata_attn_prestage_params &p = a.st;
 	const int tid = threadIdx.x, lane = tid & 31, x = (int)blockIdx.x;
+	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)row * PRE_CNT;
+	if (x == 0 && tid == 0)
+		cnt[2 + (int)((p.epoch + 1) & 1)] = 0;
+	uint32_t *slots = cnt + 2 + (int)(p.epoch & 1);
 	const int L = row_lim(a, row);
 	const int top = L < p.map_stride ? L : p.map_stride;
 	if (x * kFChunk >= top)
-		return; /* block-uniform; no work, not counted */
+		return; /* block-uniform; no work */
 	const bool all = L <= a.topk;
 	uint32_t need = 0;
 	if (!all) {
 		uint32_t bstar, above1;
 		need = row_cut(a, row, sm, tmp, &bstar, &above1) ? bstar : PRE_NONE;
 	}
-	uint32_t *cnt = static_cast<uint32_t *>(p.scratch) + (size_t)row * PRE_CNT;
 	const int32_t *map = p.map + (size_t)p.row_map[row] * p.map_stride;
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	const unsigned lt = (1u << lane) - 1u;
 	if (tid == 0)
 		sm.n_t = 0;
 	__syncthreads();
+	int staged = 0;
 	for (int start = x * kFChunk; need != PRE_NONE && start < top;
 	     start += a.sx * kFChunk) { /* block-uniform */
 		float s[kFPer];
@@ -981,11 +988,11 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 			if (tid == 0)
 				sm.n_t = 0;
 			/* 16 entries a round: the filter kernel's 64 registers */
-			pre_take_copy<kFThreads, 16>(p, row, cnt, sm.ids, n, sm.digit);
+			staged += pre_take_copy<kFThreads, 16>(p, row, slots, sm.ids, n, sm.digit);
 		}
 	}
-	const int chunks = (top + kFChunk - 1) / kFChunk;
-	pre_row_done(p, cnt, chunks < a.sx ? chunks : a.sx, sm.last);
+	if (tid == 0 && staged && p.n_staged)
+		atomicAdd(p.n_staged, (unsigned long long)staged);
 }
 
 /* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's

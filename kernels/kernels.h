@@ -256,7 +256,13 @@ typedef struct strata_indexer_params {
 	 * most one per filter CTA, at least one), which find the cut
 	 * from the scan's histogram themselves, so the copies run beside the filter and
 	 * the selection, with no event or second stream. Every other rule of
-	 * strata_attn_prestage_params holds (alignment, limits, scratch zero at rest). */
+	 * strata_attn_prestage_params holds (alignment, limits), but for the scratch: the
+	 * GPU keeps each row's slot counter in the scratch word of the epoch's parity
+	 * (words 2 and 3 of the row's 4) and zeroes the other one for the next call, so
+	 * nothing has to run after the last copy. Calls with stage on one scratch must
+	 * therefore alternate the parity of stage->epoch (one more each call, as the
+	 * engine does), starting from a zeroed scratch; words 0 and 1 stay zero, so
+	 * strata_k_attn_prestage may share it. The CPU twin leaves the scratch zero. */
 	const struct strata_attn_prestage_params *stage;
 } strata_indexer_params;
 

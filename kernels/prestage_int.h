@@ -11,7 +11,8 @@
 #include "kernels/indexer_int.h"
 #include "kernels/kernels.h"
 
-#define PRE_CNT 4 /* per row: slots taken, CTAs done */
+#define PRE_CNT 4 /* per row: slots taken, CTAs done (strata_k_attn_prestage; zero at
+		   * rest); the indexer's staging slot counters by epoch parity (2, 3) */
 #define PRE_ENTRY_BITS 24
 #define PRE_ENTRY_LIMIT ((int64_t)1 << PRE_ENTRY_BITS)
 #define PRE_EPOCH_LIMIT ((uint64_t)1 << 40)
@@ -36,7 +37,7 @@ STRATA_HD int pre_row_limit(const strata_attn_prestage_params *p, int r)
 	return L < 0 ? 0 : L > p->max_limit ? p->max_limit : L;
 }
 
-/* Scratch: [n_rows][PRE_CNT] counters, zero at rest. */
+/* Scratch: [n_rows][PRE_CNT] counters (PRE_CNT). */
 static inline size_t pre_scratch_bytes(int n_rows)
 {
 	return (size_t)n_rows * PRE_CNT * sizeof(uint32_t);
@@ -92,12 +93,13 @@ __device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
 		sm[list[e]] = (unsigned long long)(p.epoch << PRE_ENTRY_BITS | (uint64_t)(first + e));
 }
 
-/* Takes n of row r's slots (one atomic on the row's counters cnt) and copies and
- * publishes as many of list[0, n) as the row's cap leaves room for. Every thread of
- * the block calls it; base is a shared int of the caller's. */
+/* Takes n of row r's slots (one atomic on the row's slot counter cnt[0]) and copies
+ * and publishes as many of list[0, n) as the row's cap leaves room for; returns how
+ * many (the same in every thread). Every thread of the block calls it; base is a
+ * shared int of the caller's. */
 template <int T, int ROUND>
-__device__ void pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
-			      const int32_t *list, int n, int &base)
+__device__ int pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
+			     const int32_t *list, int n, int &base)
 {
 	if (threadIdx.x == 0)
 		base = (int)atomicAdd(&cnt[0], (uint32_t)n);
@@ -106,6 +108,7 @@ __device__ void pre_take_copy(const strata_attn_prestage_params &p, int r, uint3
 	const int ne = room <= 0 ? 0 : room < n ? room : n;
 	pre_copy_publish<T, ROUND>(p, r, list, ne, p.stage_first + (int64_t)r * p.cap + base);
 	__syncthreads(); /* list and base are reused */
+	return ne;
 }
 
 /* The end of a staging CTA of a row: every CTA of the row that had work calls it
