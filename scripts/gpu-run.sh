@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -70,6 +70,12 @@ if [ "$mode" = step ]; then # issue 5's decode ratios, mean and median, plus a b
 	run decode_128k 240 bench decode --check --contexts 128K --batches 1,8,32 --reps 8 --rows hisparse-direct
 	run trace_128k 100 bench decode --check --contexts 128K --batches 1 --reps 8 --rows hisparse-direct --trace
 	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows hisparse-direct --host-gib 110
+	exit 0
+fi
+if [ "$mode" = ratios ]; then # issue 5's ratios with AUTO (no tests), ~4 min
+	run decode_128k 200 bench decode --check --contexts 128K --batches 1,8,32 --reps 16 --rows hisparse-direct,hisparse-staged
+	run trace_128k 100 bench decode --check --contexts 128K --batches 1 --reps 16 --rows hisparse-direct --trace
+	run decode_1m 200 bench decode --check --contexts 1M --batches 1,8 --reps 16 --rows hisparse-direct --host-gib 110
 	exit 0
 fi
 run attn 60 bench attn --check
