@@ -938,7 +938,8 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
  * copy: the row's slot counter is the one of the call's epoch parity (scratch words
  * 2 and 3), and CTA 0 zeroes the other for the next call (which has the other parity
  * and runs after this one on the stream) instead of a last CTA clearing counters
- * behind a fence and an atomic. */
+ * behind a fence and an atomic. Nor is there a fence between the bytes and the
+ * words: their readers (the index map) run after this call has ended. */
 __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
 {
 	const strata_attn_prestage_params &p = a.st;
@@ -988,7 +989,8 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 			if (tid == 0)
 				sm.n_t = 0;
 			/* 16 entries a round: the filter kernel's 64 registers */
-			staged += pre_take_copy<kFThreads, 16>(p, row, slots, sm.ids, n, sm.digit);
+			staged += pre_take_copy<kFThreads, 16, false>(p, row, slots, sm.ids, n,
+								      sm.digit);
 		}
 	}
 	if (tid == 0 && staged && p.n_staged)

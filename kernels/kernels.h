@@ -262,7 +262,10 @@ typedef struct strata_indexer_params {
 	 * nothing has to run after the last copy. Calls with stage on one scratch must
 	 * therefore alternate the parity of stage->epoch (one more each call, as the
 	 * engine does), starting from a zeroed scratch; words 0 and 1 stay zero, so
-	 * strata_k_attn_prestage may share it. The CPU twin leaves the scratch zero. */
+	 * strata_k_attn_prestage may share it. The CPU twin leaves the scratch zero.
+	 * Unlike strata_k_attn_prestage, a word is only known to follow its bytes once
+	 * the call has ended: read stage_map after the call (later on its stream, or
+	 * after an event recorded behind it), not while it runs. */
 	const struct strata_attn_prestage_params *stage;
 } strata_indexer_params;
 

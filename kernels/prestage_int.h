@@ -51,8 +51,10 @@ static inline size_t pre_scratch_bytes(int n_rows)
  * ROUND entries a round, every thread issuing its 16-byte loads of a round before any
  * store; then each thread fences its stores device-wide, the block syncs, and only
  * then are the stage_map words written (volatile), so that a reader that finds a word
- * with its epoch finds the bytes. */
-template <int T, int ROUND>
+ * with its epoch finds the bytes. FENCE false: no fence, for a caller whose readers
+ * run after its kernel has ended (the indexer's staging: the end of a kernel makes
+ * all of its writes visible to what follows on the stream). */
+template <int T, int ROUND, bool FENCE = true>
 __device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
 				 const int32_t *list, int n, int64_t first)
 {
@@ -85,7 +87,8 @@ __device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
 			}
 		}
 	}
-	__threadfence(); /* this thread's bytes, device-wide, before any word below */
+	if (FENCE)
+		__threadfence(); /* this thread's bytes, device-wide, before any word below */
 	__syncthreads();
 	volatile unsigned long long *sm =
 		reinterpret_cast<volatile unsigned long long *>(p.stage_map) + (size_t)r * p.map_stride;
@@ -97,7 +100,7 @@ __device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
  * and publishes as many of list[0, n) as the row's cap leaves room for; returns how
  * many (the same in every thread). Every thread of the block calls it; base is a
  * shared int of the caller's. */
-template <int T, int ROUND>
+template <int T, int ROUND, bool FENCE = true>
 __device__ int pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
 			     const int32_t *list, int n, int &base)
 {
@@ -106,7 +109,8 @@ __device__ int pre_take_copy(const strata_attn_prestage_params &p, int r, uint32
 	__syncthreads();
 	const int room = p.cap - base;
 	const int ne = room <= 0 ? 0 : room < n ? room : n;
-	pre_copy_publish<T, ROUND>(p, r, list, ne, p.stage_first + (int64_t)r * p.cap + base);
+	pre_copy_publish<T, ROUND, FENCE>(p, r, list, ne,
+					  p.stage_first + (int64_t)r * p.cap + base);
 	__syncthreads(); /* list and base are reused */
 	return ne;
 }
