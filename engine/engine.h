@@ -74,9 +74,10 @@ typedef enum {
 					 top-k while the filter and select run
 					 (strata_indexer_params.stage); the index map
 					 copies only what is not staged. H200, batch 1:
-					 128K 1.04 - 1.05 of all-resident against 1.08 -
-					 1.10 for STAGED; with fewer staging CTAs than
-					 filter CTAs (large batches) much slower
+					 128K 1.02 - 1.05 of all-resident against 1.09 -
+					 1.10 for STAGED, 1M 1.02 - 1.03 against 1.05 -
+					 1.07; with fewer staging CTAs than filter CTAs
+					 (large batches) much slower: 1M batch 8 1.64
 					 (bench/results/2026-11-30-h200-s6). */
 } strata_ref_miss_path;
 
