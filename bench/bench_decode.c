@@ -31,7 +31,7 @@ static const char *usage =
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
 	"                           [--early-ctas N] [--early-slots N] [--early-dry]\n"
 	"                           [--priority-main]\n"
-	"                           [--trace]\n"
+	"                           [--trace] [--paired]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
@@ -45,7 +45,11 @@ static const char *usage =
 	"early_slots (hisparse-early rows); --early-dry: engine.h early_dry (diagnostic).\n"
 	"--priority-main: kernels.h priority_main (the\n"
 	"compute stream outranks the side streams; every row). --trace: device events per layer (engine.h trace),\n"
-	"a note per point with where the step's time goes.\n"
+	"a note per point with where the step's time goes. --paired: every row's engine of a\n"
+	"point at once, their timed steps taken in turn (all-resident, then each row, then\n"
+	"again), so that drift over the run falls on every row alike; a note per row gives\n"
+	"the median of its per-turn ratios to all-resident (rows one after the other when\n"
+	"their caches do not fit the budgets together).\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
@@ -106,6 +110,7 @@ typedef struct point {
 	 * after the step's end; [6] attention of the other layers; [7] the step's end
 	 * after the last attention */
 	double tr[8];
+	double *t;          /* the timed steps' ms (run_finish; freed by the caller) */
 } point;
 
 /* The last step's trace of e into c (see point.tr); 0 or an error. */
@@ -147,10 +152,31 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 /* --early-ctas / --early-slots: engine.h early_ctas / early_slots (EARLY rows) */
 static int early_ctas, early_slots, early_dry;
 
-static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m,
-		     strata_ref_mode mode, int direct, int tc, int host, int spare, int ctx,
-		     int batch, int hot, int uniform, int profile, int trace, point *pt)
+/* One row's engine at one point: created, filled and warmed up by run_open, then
+ * timed one step at a time (run_step), so that the rows of a point can run one after
+ * the other or step by step in turn (--paired). */
+typedef struct run {
+	strata_ref_engine *e;
+	int steps, reps, profile, trace, n_layers, direct;
+	double *t, *tp, *tl, *trs;
+	strata_ref_stats st0;
+} run;
+
+static void run_close(run *r)
 {
+	strata_ref_engine_destroy(r->e);
+	free(r->t);
+	free(r->tp);
+	free(r->tl);
+	free(r->trs);
+	memset(r, 0, sizeof *r);
+}
+
+static int run_open(strata_dev *dev, const bench_opts *o, const strata_model *m,
+		    strata_ref_mode mode, int direct, int tc, int host, int spare, int ctx,
+		    int batch, int hot, int uniform, int profile, int trace, run *r)
+{
+	memset(r, 0, sizeof *r);
 	strata_ref_config c = STRATA_REF_CONFIG_INIT;
 	c.model = *m;
 	c.mode = mode;
@@ -169,69 +195,85 @@ static int run_point(strata_dev *dev, const bench_opts *o, const strata_model *m
 	c.hot_slots = hot;
 	c.seed = o->seed;
 	c.inputs = uniform ? STRATA_REF_UNIFORM : STRATA_REF_STRUCTURED;
-	strata_ref_engine *e = NULL;
-	double *t = calloc((size_t)o->reps, sizeof *t), *tp = calloc((size_t)o->reps, sizeof *tp),
-	       *tl = calloc((size_t)o->reps, sizeof *tl), *trs = calloc((size_t)o->reps * 8, sizeof *trs);
-	int err = t && tp && tl && trs ? strata_ref_engine_create(dev, &c, &e) : -ENOMEM;
-	for (int r = 0; r < batch && !err; r++)
-		err = strata_ref_engine_fill(e, r, ctx);
+	r->reps = o->reps;
+	r->profile = profile;
+	r->trace = trace;
+	r->n_layers = m->n_layers;
+	r->direct = direct;
+	r->t = calloc((size_t)o->reps, sizeof *r->t);
+	r->tp = calloc((size_t)o->reps, sizeof *r->tp);
+	r->tl = calloc((size_t)o->reps, sizeof *r->tl);
+	r->trs = calloc((size_t)o->reps * 8, sizeof *r->trs);
+	int err = r->t && r->tp && r->tl && r->trs ? strata_ref_engine_create(dev, &c, &r->e)
+						   : -ENOMEM;
+	for (int q = 0; q < batch && !err; q++)
+		err = strata_ref_engine_fill(r->e, q, ctx);
 	for (int s = 0; s < o->warmup && !err; s++)
-		err = strata_ref_engine_decode_step(e);
-	strata_ref_stats st0 = { 0 }, st;
+		err = strata_ref_engine_decode_step(r->e);
 	if (!err)
-		strata_ref_engine_stats(e, &st0);
-	for (int s = 0; s < o->reps && !err; s++) {
-		/* --profile: the last timed step only, for ncu --profile-from-start off */
-		int prof = profile && s == o->reps - 1;
-		if (prof)
-			err = strata_dev_profile(dev, 1);
-		err = err ? err : strata_ref_engine_decode_step(e);
-		if (prof) {
-			int e2 = strata_dev_profile(dev, 0);
-			err = err ? err : e2;
-		}
-		strata_ref_engine_stats(e, &st);
-		if (!err && trace)
-			err = trace_of(e, m->n_layers, trs + (size_t)s * 8);
-		t[s] = (double)st.last_device_ns / 1e6;
-		tp[s] = (double)st.last_prep_ns / 1e6;
-		tl[s] = (double)st.last_launch_ns / 1e6;
-	}
-	if (!err) {
-		strata_ref_engine_stats(e, &st);
-		bench_stats bs = bench_stats_of(t, o->reps);
-		pt->med_ms = bs.median;
-		pt->mean_ms = 0.0;
-		for (int i = 0; i < o->reps; i++)
-			pt->mean_ms += t[i] / o->reps;
-		pt->p99_ms = bs.p99;
-		pt->prep_ms = bench_stats_of(tp, o->reps).median;
-		pt->launch_ms = bench_stats_of(tl, o->reps).median;
-		uint64_t h = st.hits - st0.hits, mi = st.misses - st0.misses;
-		pt->hit = h + mi ? (double)h / (double)(h + mi) : 0.0;
-		pt->fetched_mb = (double)(st.fetched_bytes - st0.fetched_bytes) / 1e6 / o->reps;
-		pt->dev_per_req = st.device_bytes / (uint64_t)batch;
-		uint64_t ea = st.early_misses - st0.early_misses, la = st.late_misses - st0.late_misses;
-		pt->early = st.miss_path == STRATA_REF_MISS_EARLY && ea + la
-				    ? (double)ea / (double)(ea + la)
-				    : -1.0;
-		pt->digest = strata_ref_engine_digest(e);
-		pt->host_mem = st.host_mem;
-		for (int i = 0; trace && i < 8; i++) { /* the median step of each figure */
-			double col[o->reps];
-			for (int s = 0; s < o->reps; s++)
-				col[s] = trs[(size_t)s * 8 + i];
-			pt->tr[i] = bench_stats_of(col, o->reps).median;
-		}
-		pt->ok = 1;
-	}
-	strata_ref_engine_destroy(e);
-	free(t);
-	free(tp);
-	free(tl);
-	free(trs);
-	(void)cmp_d;
+		strata_ref_engine_stats(r->e, &r->st0);
+	if (err)
+		run_close(r);
 	return err;
+}
+
+/* The next timed step of r (a decode step ends with the device idle: its outputs are
+ * copied back behind a device-wide synchronisation, side streams included). */
+static int run_step(strata_dev *dev, run *r)
+{
+	const int s = r->steps;
+	/* --profile: the last timed step only, for ncu --profile-from-start off */
+	int prof = r->profile && s == r->reps - 1;
+	int err = prof ? strata_dev_profile(dev, 1) : 0;
+	err = err ? err : strata_ref_engine_decode_step(r->e);
+	if (prof) {
+		int e2 = strata_dev_profile(dev, 0);
+		err = err ? err : e2;
+	}
+	strata_ref_stats st;
+	strata_ref_engine_stats(r->e, &st);
+	if (!err && r->trace)
+		err = trace_of(r->e, r->n_layers, r->trs + (size_t)s * 8);
+	r->t[s] = (double)st.last_device_ns / 1e6;
+	r->tp[s] = (double)st.last_prep_ns / 1e6;
+	r->tl[s] = (double)st.last_launch_ns / 1e6;
+	r->steps++;
+	return err;
+}
+
+/* r's figures once its reps steps are done. */
+static void run_finish(run *r, int batch, point *pt)
+{
+	strata_ref_stats st;
+	strata_ref_engine_stats(r->e, &st);
+	bench_stats bs = bench_stats_of(r->t, r->reps);
+	pt->med_ms = bs.median;
+	pt->mean_ms = 0.0;
+	for (int i = 0; i < r->reps; i++)
+		pt->mean_ms += r->t[i] / r->reps;
+	pt->p99_ms = bs.p99;
+	pt->prep_ms = bench_stats_of(r->tp, r->reps).median;
+	pt->launch_ms = bench_stats_of(r->tl, r->reps).median;
+	uint64_t h = st.hits - r->st0.hits, mi = st.misses - r->st0.misses;
+	pt->hit = h + mi ? (double)h / (double)(h + mi) : 0.0;
+	pt->fetched_mb = (double)(st.fetched_bytes - r->st0.fetched_bytes) / 1e6 / r->reps;
+	pt->dev_per_req = st.device_bytes / (uint64_t)batch;
+	uint64_t ea = st.early_misses - r->st0.early_misses,
+		 la = st.late_misses - r->st0.late_misses;
+	pt->early = st.miss_path == STRATA_REF_MISS_EARLY && ea + la
+			    ? (double)ea / (double)(ea + la)
+			    : -1.0;
+	pt->digest = strata_ref_engine_digest(r->e);
+	pt->host_mem = st.host_mem;
+	for (int i = 0; r->trace && i < 8; i++) { /* the median step of each figure */
+		double col[r->reps];
+		for (int s = 0; s < r->reps; s++)
+			col[s] = r->trs[(size_t)s * 8 + i];
+		pt->tr[i] = bench_stats_of(col, r->reps).median;
+	}
+	pt->t = r->t; /* kept for --paired's per-step ratios (the caller frees it) */
+	r->t = NULL;
+	pt->ok = 1;
 }
 
 int strata_bench_decode(int argc, char **argv)
@@ -244,7 +286,7 @@ int strata_bench_decode(int argc, char **argv)
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
 	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, host = 0,
-	    spare = 0, trace = 0, prio = 0;
+	    spare = 0, trace = 0, prio = 0, paired = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -279,6 +321,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--trace")) {
 			trace = 1;
+			continue;
+		}
+		if (!strcmp(a, "--paired")) {
+			paired = 1;
 			continue;
 		}
 		if (!strcmp(a, "--host-huge")) {
@@ -365,6 +411,10 @@ int strata_bench_decode(int argc, char **argv)
 			strata_sizes sz;
 			strata_model_sizes(&m, (uint64_t)ctx, &sz);
 			point pt[NMODES] = { { 0 } };
+			run rs[NMODES];
+			int want[NMODES] = { 0 }, n_want = 0;
+			uint64_t sum_dev = 0, sum_host = 0;
+			memset(rs, 0, sizeof rs);
 			for (int mode = 0; mode < n_rows; mode++) {
 				if (mode && only && !list_has(only, names[mode]))
 					continue;
@@ -377,15 +427,58 @@ int strata_bench_decode(int argc, char **argv)
 						       need_dev / 1073741824.0, need_host / 1073741824.0);
 					continue;
 				}
-				err = run_point(dev, &o, &m, (strata_ref_mode)row_mode[mode],
-						row_direct[mode], tc, host, spare, ctx, batch, hot, uniform,
-						profile, trace,
-						&pt[mode]);
+				want[mode] = 1;
+				n_want++;
+				sum_dev += need_dev;
+				sum_host += need_host;
+			}
+			/* --paired: every row's engine at once, their timed steps in turn */
+			int pair = paired && n_want > 1;
+			if (pair && (sum_dev > dev_budget || sum_host > host_budget)) {
+				bench_out_note(out, "ctx %d batch %d: rows one after the other (--paired "
+					       "needs %.1f GiB device, %.1f GiB host for all at once)",
+					       ctx, batch, sum_dev / 1073741824.0,
+					       sum_host / 1073741824.0);
+				pair = 0;
+			}
+			for (int mode = 0; mode < n_rows; mode++) {
+				if (!want[mode])
+					continue;
+				err = run_open(dev, &o, &m, (strata_ref_mode)row_mode[mode],
+					       row_direct[mode], tc, host, spare, ctx, batch, hot, uniform,
+					       profile, trace, &rs[mode]);
+				for (int s = 0; !pair && !err && s < o.reps; s++)
+					err = run_step(dev, &rs[mode]);
+				if (!err && !pair) {
+					run_finish(&rs[mode], batch, &pt[mode]);
+					run_close(&rs[mode]);
+				}
 				if (err) {
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
 						       batch, strata_strerror(err));
-					pt[mode].ok = 0;
-				} else if (trace) {
+					want[mode] = 0;
+					run_close(&rs[mode]);
+				}
+			}
+			for (int s = 0; pair && s < o.reps; s++)
+				for (int mode = 0; mode < n_rows; mode++) {
+					if (!want[mode] || (err = run_step(dev, &rs[mode])) == 0)
+						continue;
+					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
+						       batch, strata_strerror(err));
+					want[mode] = 0;
+					run_close(&rs[mode]);
+				}
+			for (int mode = 0; pair && mode < n_rows; mode++) {
+				if (!want[mode])
+					continue;
+				run_finish(&rs[mode], batch, &pt[mode]);
+				run_close(&rs[mode]);
+			}
+			for (int mode = 0; mode < n_rows; mode++) {
+				if (!pt[mode].ok)
+					continue;
+				if (trace) {
 					const double *r = pt[mode].tr;
 					bench_out_note(out, "trace %s ctx %d batch %d (us, median of timed steps): "
 						       "caches written %.1f; per CSA layer: gap before %.1f, "
@@ -396,10 +489,22 @@ int strata_bench_decode(int argc, char **argv)
 						       names[mode], ctx, batch, r[0], r[4], r[1], r[2], r[3],
 						       r[6], r[7], r[5]);
 				}
-				if (!err && host == STRATA_REF_HOST_HUGE && mode) {
+				if (host == STRATA_REF_HOST_HUGE && mode)
 					bench_out_note(out, "%s ctx %d batch %d: host tier on %s pages",
 						       names[mode], ctx, batch,
 						       strata_host_mem_name((strata_host_mem)pt[mode].host_mem));
+				if (pair && mode && pt[0].ok) {
+					/* the same step's pair: drift between the rows cancels */
+					double q[o.reps];
+					for (int i = 0; i < o.reps; i++)
+						q[i] = pt[mode].t[i] / pt[0].t[i];
+					qsort(q, (size_t)o.reps, sizeof *q, cmp_d);
+					bench_out_note(out, "paired %s ctx %d batch %d: step / all-resident's "
+						       "step of the same turn: median %.3f (min %.3f, max %.3f)",
+						       names[mode], ctx, batch,
+						       o.reps % 2 ? q[o.reps / 2]
+								  : 0.5 * (q[o.reps / 2 - 1] + q[o.reps / 2]),
+						       q[0], q[o.reps - 1]);
 				}
 			}
 			for (int mode = 0; mode < NMODES; mode++) {
@@ -425,6 +530,8 @@ int strata_bench_decode(int argc, char **argv)
 					      "early", pt[mode].early >= 0 ? bench_fmt("%.3f", pt[mode].early) : "-",
 					      "identical", same, NULL);
 			}
+			for (int mode = 0; mode < NMODES; mode++)
+				free(pt[mode].t);
 		}
 	/* How many requests of the largest context fit the device budget (analytic
 	 * FORMATS.md sizes; the hot cache, 2 x top-k entries per CSA layer, added). */

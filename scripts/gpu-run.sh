@@ -73,8 +73,8 @@ if [ "$mode" = step ]; then # issue 5's decode ratios, mean and median, plus a b
 	exit 0
 fi
 if [ "$mode" = b1 ]; then # batch-1 ratios at 32 steps and the isolated kernel times of EARLY (no tests), ~2 min
-	run b1_128k 60 bench decode --check --contexts 128K --batches 1 --reps 32 --rows hisparse-direct
-	run b1_1m 90 bench decode --check --contexts 1M --batches 1 --reps 32 --rows hisparse-direct --host-gib 110
+	run b1_128k 60 bench decode --check --paired --contexts 128K --batches 1 --reps 32 --rows hisparse-direct
+	run b1_1m 90 bench decode --check --paired --contexts 1M --batches 1 --reps 32 --rows hisparse-direct --host-gib 110
 	for v in "hisparse-early" "hisparse-early --early-slots 1"; do
 		n=ncu_$(echo "$v" | tr -c 'a-z0-9\n' _)
 		timeout 60 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
@@ -84,9 +84,9 @@ if [ "$mode" = b1 ]; then # batch-1 ratios at 32 steps and the isolated kernel t
 	exit 0
 fi
 if [ "$mode" = ratios ]; then # issue 5's ratios with AUTO (no tests), ~4 min
-	run decode_128k 200 bench decode --check --contexts 128K --batches 1,8,32 --reps 16 --rows hisparse-direct,hisparse-staged
-	run trace_128k 100 bench decode --check --contexts 128K --batches 1 --reps 16 --rows hisparse-direct --trace
-	run decode_1m 200 bench decode --check --contexts 1M --batches 1,8 --reps 16 --rows hisparse-direct --host-gib 110
+	run decode_128k 200 bench decode --check --paired --contexts 128K --batches 1,8,32 --reps 16 --rows hisparse-direct,hisparse-staged
+	run trace_128k 100 bench decode --check --paired --contexts 128K --batches 1 --reps 16 --rows hisparse-direct --trace
+	run decode_1m 200 bench decode --check --paired --contexts 1M --batches 1,8 --reps 16 --rows hisparse-direct --host-gib 110
 	exit 0
 fi
 run attn 60 bench attn --check
