@@ -119,16 +119,19 @@ typedef struct strata_ref_config {
 				    alike (the split is part of the arithmetic) */
 	int trace;               /* record device events per layer for
 				    strata_ref_engine_trace (a few us per step) */
-	int early_ctas;          /* EARLY: the staging CTAs per request in the
-				    indexer's filter launch
+	int early_ctas;          /* EARLY (set, or AUTO's choice): the staging CTAs
+				    per request in the indexer's filter launch
 				    (strata_attn_prestage_params.max_ctas); 0: as
-				    many as fit one wave beside the filter's */
-	int early_slots;         /* EARLY: stage slots per request; 0: 2 x top-k
-				    (fewer leave more misses to the index map) */
-	int early_dry;           /* EARLY, diagnostic: everything but the staging
-				    (the map still looks up stage_map, which holds
-				    no word of the call's epoch), so the index map
-				    copies every miss itself */
+				    many as fit one wave beside the filter's. AUTO
+				    decides on the default shape either way */
+	int early_slots;         /* EARLY (set, or AUTO's choice): stage slots per
+				    request; 0: 2 x top-k (fewer leave more misses
+				    to the index map) */
+	int early_dry;           /* EARLY (set, or AUTO's choice), diagnostic:
+				    everything but the staging (the map still looks
+				    up stage_map, which holds no word of the call's
+				    epoch), so the index map copies every miss
+				    itself */
 } strata_ref_config;
 
 #define STRATA_REF_CONFIG_INIT                                                        \

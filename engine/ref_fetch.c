@@ -161,7 +161,9 @@ int ref_fetch_init(strata_ref_engine *e)
 			if (g < 0)
 				err = g;
 			stage = g > 1;
-			strata_attn_prestage_params shape = { .max_ctas = e->cfg.early_ctas };
+			/* the default shape (one wave): early_ctas shapes the calls, not the
+			 * choice */
+			strata_attn_prestage_params shape = { .max_ctas = 0 };
 			strata_indexer_params ip = { .heads = e->m.index_heads, .topk = K,
 						     .n_req = R, .n_rows = R, .max_rows = 1,
 						     .max_limit = e->cap4, .stage = &shape };

@@ -263,6 +263,11 @@ typedef struct strata_indexer_params {
 	 * therefore alternate the parity of stage->epoch (one more each call, as the
 	 * engine does), starting from a zeroed scratch; words 0 and 1 stay zero, so
 	 * strata_k_attn_prestage may share it. The CPU twin leaves the scratch zero.
+	 * Zero the scratch again after a call that failed or was cut short, and before a
+	 * call with more rows than the one before (as for the indexer's own scratch). A
+	 * stale counter (parity not alternated, a row not zeroed) never stages a wrong
+	 * entry: at worst that call stages fewer or none, and the index map copies the
+	 * rest.
 	 * Unlike strata_k_attn_prestage, a word is only known to follow its bytes once
 	 * the call has ended: read stage_map after the call (later on its stream, or
 	 * after an event recorded behind it), not while it runs. */
@@ -289,9 +294,9 @@ int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_str
  * bytes of host memory, else allocates its own. */
 int strata_k_indexer_cpu(const strata_indexer_params *p);
 /* The staging CTAs per row that a strata_k_indexer call with p's shapes (n_rows,
- * n_req, topk, max_limit; p->stage set with max_ctas 0, its pointers not read) gets
- * on dev, and in *filter (may be NULL) the filter CTAs per row beside them; 0 and 0
- * on the CPU backend, which has no CTAs. When the staging CTAs are fewer than the
+ * n_req, topk, max_limit; p->stage set, its max_ctas honoured, its pointers not
+ * read) gets on dev, and in *filter (may be NULL) the filter CTAs per row beside
+ * them; 0 and 0 on the CPU backend, which has no CTAs. When the staging CTAs are fewer than the
  * filter's, each walks several score chunks and their copies can outlast top-k
  * (bench/results/2026-11-30-h200-s6): for callers choosing whether to stage early. A
  * negative error code when the device cannot be queried. */

@@ -104,8 +104,11 @@ template <int T, int ROUND, bool FENCE = true>
 __device__ int pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
 			     const int32_t *list, int n, int &base)
 {
-	if (threadIdx.x == 0)
-		base = (int)atomicAdd(&cnt[0], (uint32_t)n);
+	if (threadIdx.x == 0) { /* a counter past cap (also a stale one: see the
+				  * indexer's stage) takes nothing, whatever its value */
+		const uint32_t b = atomicAdd(&cnt[0], (uint32_t)n);
+		base = b >= (uint32_t)p.cap ? p.cap : (int)b;
+	}
 	__syncthreads();
 	const int room = p.cap - base;
 	const int ne = room <= 0 ? 0 : room < n ? room : n;

@@ -77,10 +77,27 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 			ck_assert_int_eq(st.miss_path, m == 3   ? STRATA_REF_MISS_IN_PLACE
 						       : m == 4 ? STRATA_REF_MISS_STAGED
 								: STRATA_REF_MISS_EARLY);
-		if (m == 6) /* AUTO resolved to one of the three */
-			ck_assert(st.miss_path >= STRATA_REF_MISS_IN_PLACE &&
-				  st.miss_path != STRATA_REF_MISS_AUTO &&
-				  st.miss_path <= STRATA_REF_MISS_EARLY);
+		if (m == 6) { /* AUTO: staged when attention reads in several head groups,
+			       * early when the staging CTAs match the filter's (engine.h) */
+			strata_model mo;
+			ck_assert_int_eq(strata_model_preset(model, &mo), 0);
+			const int mc = prefill + fill + steps + 8;
+			const int cap4 = (mc + STRATA_BLOCK_TOKENS - 1) / STRATA_BLOCK_TOKENS * 64;
+			strata_attn_params ap = { .n_rows = n_req, .heads = mo.n_heads,
+						  .n_idx = mo.index_topk, .n_win = 128 };
+			strata_attn_prestage_params shape = { .max_ctas = 0 };
+			strata_indexer_params ip = { .heads = mo.index_heads, .topk = mo.index_topk,
+						     .n_req = n_req, .n_rows = n_req, .max_rows = 1,
+						     .max_limit = cap4, .stage = &shape };
+			int fx = 0;
+			const int g = strata_k_attn_head_groups(d, &ap);
+			const int sx = strata_k_indexer_stage_ctas(d, &ip, &fx);
+			ck_assert_int_ge(g, 1);
+			ck_assert_int_ge(sx, 1);
+			ck_assert_int_eq(st.miss_path, g == 1	       ? STRATA_REF_MISS_IN_PLACE
+						       : sx >= fx ? STRATA_REF_MISS_EARLY
+								  : STRATA_REF_MISS_STAGED);
+		}
 		strata_ref_engine_destroy(e);
 	}
 	ck_assert_uint_eq(dg[0], dg[1]);

@@ -524,7 +524,8 @@ START_TEST(indexer_after_scan_end_to_end)
 	p.stage = NULL;
 	d.g.n_staged = NULL;
 	/* the scratch: each row's slot counter of epoch 5's parity (word 3) holds the
-	 * slots taken; the others are zero (word 2: zeroed for the next call) */
+	 * slots taken (up to cap: the entries published); the others are zero (word 2:
+	 * zeroed for the next call) */
 	uint32_t *scw = malloc(c.p.scratch_bytes);
 	from_dev(scw, d.g.scratch, c.p.scratch_bytes);
 	long taken = 0;
@@ -532,7 +533,7 @@ START_TEST(indexer_after_scan_end_to_end)
 		ck_assert_uint_eq(scw[r * 4 + 0], 0);
 		ck_assert_uint_eq(scw[r * 4 + 1], 0);
 		ck_assert_uint_eq(scw[r * 4 + 2], 0);
-		taken += scw[r * 4 + 3];
+		taken += scw[r * 4 + 3] < (uint32_t)d.g.cap ? scw[r * 4 + 3] : (uint32_t)d.g.cap;
 	}
 	free(scw);
 	from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
@@ -544,7 +545,7 @@ START_TEST(indexer_after_scan_end_to_end)
 	const long nf = pc_check(&c, gsm, gst, sm0, st0, 5, 1);
 	ck_assert_int_gt(nf, 0);
 	ck_assert_uint_eq(ns, (unsigned long long)nf);
-	ck_assert_int_ge(taken, nf); /* what was taken, cap permitting, was published */
+	ck_assert_int_eq(taken, nf); /* what each row took, up to its cap, was published */
 	ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]); /* every miss, staged early */
 	ck_assert_uint_eq(mc[1], 0);
 
@@ -573,7 +574,7 @@ START_TEST(indexer_after_scan_end_to_end)
 		ck_assert_uint_eq(scw[r * 4 + 0], 0);
 		ck_assert_uint_eq(scw[r * 4 + 1], 0);
 		ck_assert_uint_eq(scw[r * 4 + 3], 0);
-		taken6 += scw[r * 4 + 2];
+		taken6 += scw[r * 4 + 2] < (uint32_t)d.g.cap ? scw[r * 4 + 2] : (uint32_t)d.g.cap;
 	}
 	free(scw);
 	ck_assert_int_eq(taken6, taken);
@@ -604,6 +605,28 @@ START_TEST(indexer_after_scan_end_to_end)
 }
 END_TEST
 
+/* The staging shape a call gets: one staging CTA per filter CTA at batch 1 (128K:
+ * 16 chunks of 2048 entries), fewer than the filter's at 1M batch 8 (the filter alone
+ * fills the GPU), and max_ctas when set. */
+START_TEST(stage_ctas_shape)
+{
+	strata_attn_prestage_params st = { .max_ctas = 0 };
+	strata_indexer_params p = { .fmt = STRATA_INDEX_MXFP4, .heads = 64, .topk = 512,
+				    .n_req = 1, .n_rows = 1, .max_rows = 1,
+				    .max_limit = 32768, .max_pages = 512, .B = 64, .stage = &st };
+	int fx = 0;
+	ck_assert_int_eq(strata_k_indexer_stage_ctas(dev, &p, &fx), 16);
+	ck_assert_int_eq(fx, 16);
+	p.n_req = p.n_rows = 8;
+	p.max_limit = 262144;
+	int sx = strata_k_indexer_stage_ctas(dev, &p, &fx);
+	ck_assert_int_ge(sx, 1);
+	ck_assert_int_lt(sx, fx);
+	st.max_ctas = 3;
+	ck_assert_int_eq(strata_k_indexer_stage_ctas(dev, &p, &fx), 3);
+}
+END_TEST
+
 int main(void)
 {
 	tu_require_gpu();
@@ -619,6 +642,7 @@ int main(void)
 	tcase_add_test(tc, small_cap);
 	tcase_add_test(tc, cut_never_published);
 	tcase_add_test(tc, indexer_after_scan_end_to_end);
+	tcase_add_test(tc, stage_ctas_shape);
 	suite_add_tcase(s, tc);
 	/* No fork: a CUDA context does not survive fork(), and the parent has one. */
 	SRunner *sr = srunner_create(s);
