@@ -127,6 +127,10 @@ typedef struct strata_ref_config {
 	int early_slots;         /* EARLY (set, or AUTO's choice): stage slots per
 				    request; 0: 2 x top-k (fewer leave more misses
 				    to the index map) */
+	int early_filter;        /* EARLY (set, or AUTO's choice): 1 stages in the
+				    indexer's filter CTAs themselves
+				    (strata_indexer_params.stage_in_filter; not yet
+				    measured on a GPU), 0 in extra CTAs */
 	int early_dry;           /* EARLY (set, or AUTO's choice), diagnostic:
 				    everything but the staging (the map still looks
 				    up stage_map, which holds no word of the call's

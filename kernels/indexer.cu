@@ -38,6 +38,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include <atomic>
+#include <type_traits>
 
 #include "kernels/indexer_int.h"
 #include "kernels/prestage_int.h"
@@ -997,6 +998,175 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 		atomicAdd(p.n_staged, (unsigned long long)staged);
 }
 
+/* ---- staging in the filter CTAs (strata_indexer_params.stage_in_filter) ---------------
+ * A filter CTA lists the misses among its chunks' entries in buckets >= b* (the
+ * residency word of each entry is read with its score, before the cut is known) in
+ * sm.ids while it filters. After its "done", a CTA that is not the row's last takes
+ * slots for them and copies them: beside the last CTA's select, off top-k's path. The
+ * last CTA takes its slots with its "done" (the two atomics in flight together), puts
+ * the bus reads of its first kSfBulk misses in flight as bulk copies into shared
+ * memory (cp.async.bulk, an mbarrier), selects, and then stores them: the select
+ * hides their round trip. Its misses past kSfBulk (up to kSfList) are copied after the
+ * select; past that they are left to the index map. */
+constexpr int kSfBulk = 16, kSfList = 512;
+struct SfSmem {
+	__align__(128) uint8_t buf[kSfBulk][576]; /* entries' data bytes */
+	__align__(16) uint4 scw[kSfBulk];         /* the 16-byte window of each scale pair */
+	__align__(8) unsigned long long bar;
+	int32_t lid[kSfList];
+	int base, n;
+};
+
+__device__ __forceinline__ uint32_t sf_smem_u32(const void *ptr)
+{
+	return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+
+/* The residency words of a chunk's entries below top (0 past it: not a miss). */
+__device__ __forceinline__ void load_map_chunk(const int32_t *mrow, int start, int top,
+					       int32_t (&m)[kFPer])
+{
+#pragma unroll
+	for (int u = 0; u < kFPer; u++) {
+		const int j = start + u * kFThreads + (int)threadIdx.x;
+		m[u] = j < top ? mrow[j] : 0;
+	}
+}
+
+/* Appends the entries whose take is set to the CTA's miss list (sm.ids, counted in
+ * sm.n_t; past STRATA_INDEXER_MAX_TOPK they are counted, not kept). */
+__device__ __forceinline__ void sf_append(SelSmem &sm, int j, bool take)
+{
+	const int lane = (int)threadIdx.x & 31;
+	const unsigned m = __ballot_sync(0xffffffffu, take);
+	uint32_t wb = 0;
+	if (lane == 0 && m)
+		wb = atomicAdd(&sm.n_t, (uint32_t)__popc(m));
+	wb = __shfl_sync(0xffffffffu, wb, 0);
+	const uint32_t idx = wb + (uint32_t)__popc(m & ((1u << lane) - 1u));
+	if (take && idx < (uint32_t)STRATA_INDEXER_MAX_TOPK)
+		sm.ids[idx] = j;
+}
+
+/* Slots base .. base + n of row r's staging (base at or past cap: none) for list[0, n):
+ * copies and publishes what the cap leaves room for (no fence: the readers run after
+ * the call) and adds it to n_staged. Every thread calls it. */
+__device__ void sf_copy(const strata_attn_prestage_params &p, int r, const int32_t *list,
+			int n, int base)
+{
+	const int room = p.cap - base;
+	const int ne = room <= 0 ? 0 : room < n ? room : n;
+	if (ne)
+		pre_copy_publish<kFThreads, 16, false>(p, r, list, ne,
+						      p.stage_first + (int64_t)r * p.cap + base);
+	if (threadIdx.x == 0 && ne && p.n_staged)
+		atomicAdd(p.n_staged, (unsigned long long)ne);
+}
+
+/* Rows with limit <= k (no cut: every entry below the limit is selected): the CTA's
+ * misses among its chunks, copied at once (such rows are short). */
+__device__ void sf_stage_all(const Args &a, int row, int bx, int L, uint32_t *slots, SelSmem &sm)
+{
+	const strata_attn_prestage_params &p = a.st;
+	const int top = L < p.map_stride ? L : p.map_stride;
+	const int32_t *mrow = p.map + (size_t)p.row_map[row] * p.map_stride;
+	for (int start = bx * kFChunk; start < top; start += a.fx * kFChunk) { /* block-uniform */
+		if (threadIdx.x == 0)
+			sm.n_t = 0;
+		__syncthreads();
+		int32_t m[kFPer];
+		load_map_chunk(mrow, start, top, m);
+#pragma unroll
+		for (int u = 0; u < kFPer; u++) {
+			const int j = start + u * kFThreads + (int)threadIdx.x;
+			sf_append(sm, j, j < top && m[u] < 0);
+		}
+		__syncthreads();
+		const int n = (int)sm.n_t;
+		if (threadIdx.x == 0 && n) {
+			const uint32_t b = atomicAdd(slots, (uint32_t)n);
+			sm.digit = b >= (uint32_t)p.cap ? p.cap : (int)b;
+		}
+		__syncthreads();
+		if (n) /* block-uniform */
+			sf_copy(p, row, sm.ids, n, sm.digit);
+		__syncthreads(); /* sm.ids and sm.n_t are reused */
+	}
+}
+
+/* The last CTA, before its select: its first misses' bus reads in flight (thread 0
+ * issues the bulk copies; ss.lid holds its list, ss.n its length, ss.base its slots). */
+__device__ void sf_issue(const strata_attn_prestage_params &p, int r, SfSmem &ss, int nb)
+{
+	if (threadIdx.x != 0 || nb == 0)
+		return;
+	const uint32_t bar = sf_smem_u32(&ss.bar);
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+		     "r"((uint32_t)nb * (576u + 16u))
+		     : "memory");
+	const int64_t hb = p.row_base[r];
+	for (int e = 0; e < nb; e++) {
+		const int64_t src = hb + ss.lid[e];
+		const uint8_t *d = attn_entry_data(p.host, p.host_B, src);
+		const uint8_t *sw = reinterpret_cast<const uint8_t *>(
+			reinterpret_cast<uintptr_t>(attn_entry_scales(p.host, p.host_B, src)) &
+			~static_cast<uintptr_t>(15));
+		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+			     " [%0], [%1], %2, [%3];" ::"r"(sf_smem_u32(ss.buf[e])),
+			     "l"(d), "r"(576u), "r"(bar)
+			     : "memory");
+		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+			     " [%0], [%1], %2, [%3];" ::"r"(sf_smem_u32(&ss.scw[e])),
+			     "l"(sw), "r"(16u), "r"(bar)
+			     : "memory");
+	}
+}
+
+/* The last CTA, after its select: waits for the bulk copies, stores them into its
+ * slots, copies the rest of its list, publishes all. Every thread calls it. */
+__device__ void sf_finish(const strata_attn_prestage_params &p, int r, SfSmem &ss, int nb)
+{
+	const int nl = ss.n; /* within the row's room (the caller's) */
+	const int64_t first = p.stage_first + (int64_t)r * p.cap + ss.base;
+	if (nb > 0) {
+		const uint32_t bar = sf_smem_u32(&ss.bar);
+		asm volatile("{\n\t.reg .pred done;\n"
+			     "SF_WAIT_%=:\n\t"
+			     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+			     "@!done bra SF_WAIT_%=;\n}" ::"r"(bar),
+			     "r"(0u)
+			     : "memory");
+		const int64_t hb = p.row_base[r];
+		for (int c = (int)threadIdx.x; c < nb * GATHER_PIECES; c += kFThreads) {
+			const int e = c / GATHER_PIECES, pc = c - e * GATHER_PIECES;
+			uint4 v;
+			if (pc < GATHER_PIECES - 1) {
+				v = reinterpret_cast<const uint4 *>(ss.buf[e])[pc];
+			} else {
+				const uintptr_t sa = reinterpret_cast<uintptr_t>(
+					attn_entry_scales(p.host, p.host_B, hb + ss.lid[e]));
+				const uint4 w = ss.scw[e];
+				v = (sa & 15) ? make_uint4(w.z, w.w, 0u, 0u) : make_uint4(w.x, w.y, 0u, 0u);
+			}
+			gather_piece_store(const_cast<uint8_t *>(attn_entry_data(p.stage, p.stage_B, first + e)),
+					   const_cast<uint8_t *>(attn_entry_scales(p.stage, p.stage_B, first + e)),
+					   pc, v);
+		}
+		volatile unsigned long long *sm =
+			reinterpret_cast<volatile unsigned long long *>(p.stage_map) +
+			(size_t)r * p.map_stride;
+		for (int e = (int)threadIdx.x; e < nb; e += kFThreads)
+			sm[ss.lid[e]] = (unsigned long long)(p.epoch << PRE_ENTRY_BITS | (uint64_t)(first + e));
+		if (threadIdx.x == 0 && p.n_staged)
+			atomicAdd(p.n_staged, (unsigned long long)nb);
+	}
+	if (nl > nb) /* block-uniform */
+		sf_copy(p, r, ss.lid + nb, nl - nb, ss.base + nb);
+}
+
 /* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
  * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row and
@@ -1004,11 +1174,13 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
  * select_kernel does both. */
 /* Two CTAs per SM: 64 registers a thread at most (the staging role copies 16 entries a
  * round to stay within them). */
-template <bool FUSE>
+template <bool FUSE, bool SF>
 __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
+	/* SF: the last CTA's bulk-copy buffers (only SF instances carry them) */
+	__shared__ typename std::conditional<SF, SfSmem, char>::type ssm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
 	/* the staging CTAs come first in the launch, so that they read the scan's
 	 * histogram before the row's select clears it. A later read would see some bins
@@ -1021,24 +1193,42 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 	const int bx = (int)blockIdx.x - a.sx; /* this CTA's filter chunk */
 	const int L = row_lim(a, row);
+	uint32_t *slots = nullptr; /* SF: the row's slot counter of the epoch's parity */
+	if constexpr (SF) {
+		uint32_t *cnt = static_cast<uint32_t *>(a.st.scratch) + (size_t)row * PRE_CNT;
+		if (bx == 0 && tid == 0)
+			cnt[2 + (int)((a.st.epoch + 1) & 1)] = 0; /* the next call's */
+		slots = cnt + 2 + (int)(a.st.epoch & 1);
+	}
 	if (L <= k) {
 		if (bx == 0 && tid == 0)
 			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
 		if (FUSE && bx == 0)
 			write_trivial(a, row, L, false);
+		if constexpr (SF)
+			sf_stage_all(a, row, bx, L, slots, sm);
 		return;
 	}
 	if (bx * kFChunk >= L)
 		return; /* block-uniform */
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	/* the first chunk's scores do not depend on the cut: in flight while it is found */
+	/* SF: the residency words of the entries the map covers */
+	const int top = SF ? (L < a.st.map_stride ? L : a.st.map_stride) : 0;
+	const int32_t *mrow = SF ? a.st.map + (size_t)a.st.row_map[row] * a.st.map_stride : nullptr;
+	/* the first chunk's scores (SF: and residency words) do not depend on the cut: in
+	 * flight while it is found */
 	int start = bx * kFChunk;
 	float s[kFPer];
+	int32_t mw[kFPer];
 	load_chunk(sc, start, L, s);
+	if constexpr (SF)
+		load_map_chunk(mrow, start, top, mw);
 	uint32_t bstar, above1;
 	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
 	if (cut && bx == 0 && tid == 0)
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
+	if (SF && tid == 0)
+		sm.n_t = 0;
 	if (cut) {
 		uint32_t base;
 		int shift;
@@ -1080,11 +1270,15 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
 							(unsigned long long)(0xffffffffu - (uint32_t)j);
 				}
+				if constexpr (SF)
+					sf_append(sm, j, (is_sel || is_cand) && j < top && mw[u] < 0);
 			}
 			start += a.fx * kFChunk;
 			if (start >= L)
 				break;
 			load_chunk(sc, start, L, s);
+			if constexpr (SF)
+				load_map_chunk(mrow, start, top, mw);
 		}
 		__syncthreads();
 		uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
@@ -1094,16 +1288,57 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				atomicAdd(&gh2[i], v);
 		}
 	}
-	if (!FUSE)
+	int n_miss = 0; /* SF: the CTA's listed misses */
+	if constexpr (SF) {
+		__syncthreads();
+		n_miss = (int)sm.n_t;
+		n_miss = n_miss < STRATA_INDEXER_MAX_TOPK ? n_miss : STRATA_INDEXER_MAX_TOPK;
+	}
+	if (!FUSE) {
+		if constexpr (SF) {
+			if (tid == 0 && n_miss) {
+				const uint32_t b0 = atomicAdd(slots, (uint32_t)n_miss);
+				sm.digit = b0 >= (uint32_t)a.st.cap ? a.st.cap : (int)b0;
+			}
+			__syncthreads();
+			if (n_miss)
+				sf_copy(a.st, row, sm.ids, n_miss, sm.digit);
+		}
 		return;
+	}
 	__threadfence(); /* this CTA's list entries and bins before its "done" */
 	__syncthreads();
 	if (tid == 0) {
 		const uint32_t chunks = (uint32_t)((L + kFChunk - 1) / kFChunk);
 		const uint32_t nblk = chunks < (uint32_t)a.fx ? chunks : (uint32_t)a.fx; /* CTAs with work */
+		uint32_t b0 = 0;
+		if (SF && n_miss) /* in flight beside the "done" */
+			b0 = atomicAdd(slots, (uint32_t)n_miss);
 		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
+		if constexpr (SF)
+			sm.digit = b0 >= (uint32_t)a.st.cap ? a.st.cap : (int)b0;
 	}
 	__syncthreads();
+	int nb = 0;
+	if constexpr (SF) {
+		const int room = a.st.cap - sm.digit;
+		const int ne = room <= 0 ? 0 : room < n_miss ? room : n_miss;
+		if (!sm.last) { /* block-uniform: copy beside the last CTA's select */
+			if (ne)
+				sf_copy(a.st, row, sm.ids, ne, sm.digit);
+			return;
+		}
+		const int nl = ne < kSfList ? ne : kSfList;
+		for (int e = tid; e < nl; e += kFThreads)
+			ssm.lid[e] = sm.ids[e];
+		if (tid == 0) {
+			ssm.n = nl;
+			ssm.base = sm.digit;
+		}
+		nb = nl < kSfBulk ? nl : kSfBulk;
+		__syncthreads(); /* the list is out of sm.ids before the select reuses it */
+		sf_issue(a.st, row, ssm, nb);
+	}
 	if (!sm.last)
 		return;
 	__threadfence(); /* everyone else's writes are visible: read them through L2 */
@@ -1112,6 +1347,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	else
 		write_trivial(a, row, L, true);
 	clear_row(a, row);
+	if constexpr (SF)
+		sf_finish(a.st, row, ssm, nb);
 }
 
 /* grid n_rows (the phases benchmark aid's separate select). */
@@ -1225,7 +1462,7 @@ static void filter_shape(int nsm, const strata_indexer_params *p, int *fx_out, i
 		fx = chunks < want ? chunks : want;
 	}
 	long long sx = 0;
-	if (p->stage) {
+	if (p->stage && !p->stage_in_filter) {
 		long long room = ((long long)2 * nsm - fx * rows) / rows;
 		sx = p->stage->max_ctas ? p->stage->max_ctas : room < fx ? room : fx;
 		sx = sx > chunks ? chunks : sx;
@@ -1336,12 +1573,19 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	if (p->stage)
 		a.st = *p->stage;
 	dim3 fg((unsigned)(fx + sx), (unsigned)p->n_rows);
+	const bool sf = p->stage && p->stage_in_filter; /* the filter CTAs stage */
 	if (!ev) { /* filter with the row's select fused into its last CTA */
-		filter_kernel<true><<<fg, kFThreads, 0, st>>>(a);
+		if (sf)
+			filter_kernel<true, true><<<fg, kFThreads, 0, st>>>(a);
+		else
+			filter_kernel<true, false><<<fg, kFThreads, 0, st>>>(a);
 		return strata_dev_check(dev, "indexer: filter+select");
 	}
-	if (scored || a.sx) { /* unscored rows: the staging CTAs still have work */
-		filter_kernel<false><<<fg, kFThreads, 0, st>>>(a);
+	if (scored || p->stage) { /* unscored rows: the staging still has work */
+		if (sf)
+			filter_kernel<false, true><<<fg, kFThreads, 0, st>>>(a);
+		else
+			filter_kernel<false, false><<<fg, kFThreads, 0, st>>>(a);
 		if ((err = strata_dev_check(dev, "indexer: filter")))
 			return err;
 	}
@@ -1402,5 +1646,5 @@ extern "C" int strata_k_indexer_stage_ctas_gpu(strata_dev *dev, const strata_ind
 	filter_shape(nsm, p, &fx, &sx);
 	if (filter)
 		*filter = fx;
-	return sx;
+	return p->stage && p->stage_in_filter ? fx : sx; /* there the filter CTAs stage */
 }

@@ -583,6 +583,62 @@ START_TEST(indexer_after_scan_end_to_end)
 	from_dev(&ns, dns, sizeof ns);
 	ck_assert_int_eq(pc_check(&c, gsm, gst, sm0, st0, 6, 1), nf);
 	ck_assert_uint_eq(ns, (unsigned long long)nf);
+
+	/* The filter CTAs staging (stage_in_filter), epoch 7 fused (the last CTA's
+	 * misses by bulk copies under its select) and epoch 8 through the phases path
+	 * (filter and select as separate launches): the same ids, the same marks as the
+	 * twin, the same count, the parity's counter, and the map finds every miss
+	 * staged. */
+	for (int e = 7; e <= 8; e++) {
+		for (int r = 0; r < 4; r++)
+			hcut[r] = cut_word((uint64_t)e, (uint32_t)(hcut[r] & 0xfff));
+		c.p.cut_epoch = (uint64_t)e;
+		from_dev(sm0, d.g.stage_map, sizeof(uint64_t) * nw);
+		from_dev(st0, d.g.stage, c.stage_bytes);
+		ck_assert_int_eq(strata_dev_memset(dev, dns, 0, sizeof *dns, NULL), 0);
+		ck_assert_int_eq(strata_dev_memset(dev, dmc, 0, sizeof mc, NULL), 0);
+		ck_assert_int_eq(strata_dev_memset(dev, p.out_ids, 0xff, sizeof(int32_t) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		d.g.epoch = (uint64_t)e;
+		d.g.n_staged = dns;
+		p.stage = &d.g;
+		p.stage_in_filter = 1;
+		p.cut_epoch = (uint64_t)e;
+		if (e == 7) {
+			ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
+		} else {
+			float ph[4];
+			ck_assert_int_eq(strata_k_indexer_phases(dev, &p, s1, ph), 0);
+		}
+		mp.epoch = (uint64_t)e;
+		ck_assert_int_eq(strata_k_attn_map(dev, &mp, s1), 0);
+		ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
+		p.stage = NULL;
+		p.stage_in_filter = 0;
+		d.g.n_staged = NULL;
+		scw = malloc(c.p.scratch_bytes);
+		from_dev(scw, d.g.scratch, c.p.scratch_bytes);
+		long taken_e = 0;
+		for (int r = 0; r < 4; r++) {
+			ck_assert_uint_eq(scw[r * 4 + 0], 0);
+			ck_assert_uint_eq(scw[r * 4 + 1], 0);
+			ck_assert_uint_eq(scw[r * 4 + 2 + ((e + 1) & 1)], 0);
+			const uint32_t w = scw[r * 4 + 2 + (e & 1)];
+			taken_e += w < (uint32_t)d.g.cap ? w : (uint32_t)d.g.cap;
+		}
+		free(scw);
+		ck_assert_int_eq(taken_e, taken);
+		from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
+		from_dev(gst, d.g.stage, c.stage_bytes);
+		from_dev(&ns, dns, sizeof ns);
+		from_dev(mc, dmc, sizeof mc);
+		from_dev(out2, p.out_ids, sizeof(int32_t) * n);
+		ck_assert_mem_eq(out2, ids1, sizeof(int32_t) * n);
+		ck_assert_int_eq(pc_check(&c, gsm, gst, sm0, st0, (uint64_t)e, 1), nf);
+		ck_assert_uint_eq(ns, (unsigned long long)nf);
+		ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]);
+		ck_assert_uint_eq(mc[1], 0);
+	}
 	strata_dev_free(dev, dns);
 	strata_dev_free(dev, dout);
 	strata_dev_free(dev, dmc);
