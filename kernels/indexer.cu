@@ -1094,22 +1094,27 @@ __device__ void sf_stage_all(const Args &a, int row, int bx, int L, uint32_t *sl
 	}
 }
 
-/* The last CTA, before its select: its first misses' bus reads in flight (thread 0
- * issues the bulk copies; ss.lid holds its list, ss.n its length, ss.base its slots). */
+/* The last CTA, before its select: its first misses' bus reads in flight (warp 0:
+ * thread 0 sets up the mbarrier, then lane e issues entry e's two bulk copies; ss.lid
+ * holds its list). sm_90 only (the caller passes nb = 0 elsewhere). */
 __device__ void sf_issue(const strata_attn_prestage_params &p, int r, SfSmem &ss, int nb)
 {
-	if (threadIdx.x != 0 || nb == 0)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	if (threadIdx.x >= 32 || nb == 0)
 		return;
 	const uint32_t bar = sf_smem_u32(&ss.bar);
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
-	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
-		     "r"((uint32_t)nb * (576u + 16u))
-		     : "memory");
-	const int64_t hb = p.row_base[r];
-	for (int e = 0; e < nb; e++) {
-		const int64_t src = hb + ss.lid[e];
+	if (threadIdx.x == 0) {
+		asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+			     "r"((uint32_t)nb * (576u + 16u))
+			     : "memory");
+	}
+	__syncwarp();
+	const int e = (int)threadIdx.x;
+	if (e < nb) {
+		const int64_t src = p.row_base[r] + ss.lid[e];
 		const uint8_t *d = attn_entry_data(p.host, p.host_B, src);
 		const uint8_t *sw = reinterpret_cast<const uint8_t *>(
 			reinterpret_cast<uintptr_t>(attn_entry_scales(p.host, p.host_B, src)) &
@@ -1123,6 +1128,9 @@ __device__ void sf_issue(const strata_attn_prestage_params &p, int r, SfSmem &ss
 			     "l"(sw), "r"(16u), "r"(bar)
 			     : "memory");
 	}
+#else
+	(void)p, (void)r, (void)ss, (void)nb;
+#endif
 }
 
 /* The last CTA, after its select: waits for the bulk copies, stores them into its
@@ -1131,6 +1139,7 @@ __device__ void sf_finish(const strata_attn_prestage_params &p, int r, SfSmem &s
 {
 	const int nl = ss.n; /* within the row's room (the caller's) */
 	const int64_t first = p.stage_first + (int64_t)r * p.cap + ss.base;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	if (nb > 0) {
 		const uint32_t bar = sf_smem_u32(&ss.bar);
 		asm volatile("{\n\t.reg .pred done;\n"
@@ -1163,6 +1172,7 @@ __device__ void sf_finish(const strata_attn_prestage_params &p, int r, SfSmem &s
 		if (threadIdx.x == 0 && p.n_staged)
 			atomicAdd(p.n_staged, (unsigned long long)nb);
 	}
+#endif
 	if (nl > nb) /* block-uniform */
 		sf_copy(p, r, ss.lid + nb, nl - nb, ss.base + nb);
 }
@@ -1329,13 +1339,17 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 			return;
 		}
 		const int nl = ne < kSfList ? ne : kSfList;
+		if (ne > nl) /* rare (a short row's only CTA): the rest now, on top-k's path */
+			sf_copy(a.st, row, sm.ids + nl, ne - nl, sm.digit + nl);
 		for (int e = tid; e < nl; e += kFThreads)
 			ssm.lid[e] = sm.ids[e];
 		if (tid == 0) {
 			ssm.n = nl;
 			ssm.base = sm.digit;
 		}
-		nb = nl < kSfBulk ? nl : kSfBulk;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+		nb = nl < kSfBulk ? nl : kSfBulk; /* bulk copies: sm_90 */
+#endif
 		__syncthreads(); /* the list is out of sm.ids before the select reuses it */
 		sf_issue(a.st, row, ssm, nb);
 	}
@@ -1460,6 +1474,13 @@ static void filter_shape(int nsm, const strata_indexer_params *p, int *fx_out, i
 		long long want = (long long)(nsm > 0 ? nsm : 1) * 8 / rows;
 		want = want < 1 ? 1 : want;
 		fx = chunks < want ? chunks : want;
+	}
+	/* staging in the filter CTAs: one wave of them, so that no CTA waits for another's
+	 * copies to free its SM (each loops over more chunks instead) */
+	if (p->stage && p->stage_in_filter) {
+		long long wave = (long long)2 * (nsm > 0 ? nsm : 1) / rows;
+		wave = wave < 1 ? 1 : wave;
+		fx = fx < wave ? fx : wave;
 	}
 	long long sx = 0;
 	if (p->stage && !p->stage_in_filter) {

@@ -278,7 +278,10 @@ typedef struct strata_indexer_params {
 	 * residency words read with their scores), and after it has signalled its part
 	 * of the filter done, copies them while the row's last CTA selects; that last
 	 * CTA starts the bus reads of its own misses (bulk copies into shared memory)
-	 * before it selects and stores them after. The same entries are staged either
+	 * before it selects and stores them after (on sm_90; elsewhere after, with
+	 * plain loads). The filter launch is then held to one wave of CTAs, each taking
+	 * more chunks, so that none waits for another's copies. The same entries are
+	 * staged either
 	 * way, but for a CTA with more than STRATA_INDEXER_MAX_TOPK misses, or a row's
 	 * last CTA with more than 512 (the rest are left to the index map). Not yet
 	 * measured on a GPU (bench/results/2026-11-30-h200-s6). Ignored by the CPU twin
