@@ -64,7 +64,8 @@ typedef enum {
 					 STAGED when the indexer call would give each of
 					 its filter CTAs a staging CTA in the same wave
 					 (strata_k_indexer_stage_ctas: batch 1 at 1M,
-					 up to about 8 at 128K on an H200). On the CPU
+					 up to about 8 at 128K on an H200; with
+					 early_filter, wherever it stages). On the CPU
 					 backend: IN_PLACE. strata_ref_stats.miss_path
 					 says which. */
 	STRATA_REF_MISS_EARLY = 4,    /* STAGED, with the copies made inside the
