@@ -1059,10 +1059,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 	if (!FUSE) {
 		if constexpr (SF) {
-			if (tid == 0 && n_miss) {
-				const uint32_t b0 = atomicAdd(slots, (uint32_t)n_miss);
-				sm.digit = b0 >= (uint32_t)a.st.cap ? a.st.cap : (int)b0;
-			}
+			if (tid == 0 && n_miss)
+				sm.digit = pre_slot_base(atomicAdd(slots, (uint32_t)n_miss), a.st.cap);
 			__syncthreads();
 			if (n_miss)
 				sf_copy(a.st, row, sm.ids, n_miss, sm.digit);
@@ -1079,7 +1077,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 			b0 = atomicAdd(slots, (uint32_t)n_miss);
 		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
 		if constexpr (SF)
-			sm.digit = b0 >= (uint32_t)a.st.cap ? a.st.cap : (int)b0;
+			sm.digit = pre_slot_base(b0, a.st.cap);
 	}
 	__syncthreads();
 	int nb = 0;

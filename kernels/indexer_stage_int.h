@@ -164,10 +164,8 @@ __device__ void sf_stage_all(const Args &a, int row, int bx, int L, uint32_t *sl
 		}
 		__syncthreads();
 		const int n = (int)sm.n_t;
-		if (threadIdx.x == 0 && n) {
-			const uint32_t b = atomicAdd(slots, (uint32_t)n);
-			sm.digit = b >= (uint32_t)p.cap ? p.cap : (int)b;
-		}
+		if (threadIdx.x == 0 && n)
+			sm.digit = pre_slot_base(atomicAdd(slots, (uint32_t)n), p.cap);
 		__syncthreads();
 		if (n) /* block-uniform */
 			sf_copy(p, row, sm.ids, n, sm.digit);

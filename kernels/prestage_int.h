@@ -96,6 +96,13 @@ __device__ void pre_copy_publish(const strata_attn_prestage_params &p, int r,
 		sm[list[e]] = (unsigned long long)(p.epoch << PRE_ENTRY_BITS | (uint64_t)(first + e));
 }
 
+/* A row's first slot for a take whose counter read b before it: at or past cap (also
+ * a stale counter's) nothing is left, whatever b is. */
+__device__ __forceinline__ int pre_slot_base(uint32_t b, int cap)
+{
+	return b >= (uint32_t)cap ? cap : (int)b;
+}
+
 /* Takes n of row r's slots (one atomic on the row's slot counter cnt[0]) and copies
  * and publishes as many of list[0, n) as the row's cap leaves room for; returns how
  * many (the same in every thread). Every thread of the block calls it; base is a
@@ -104,11 +111,8 @@ template <int T, int ROUND, bool FENCE = true>
 __device__ int pre_take_copy(const strata_attn_prestage_params &p, int r, uint32_t *cnt,
 			     const int32_t *list, int n, int &base)
 {
-	if (threadIdx.x == 0) { /* a counter past cap (also a stale one: see the
-				  * indexer's stage) takes nothing, whatever its value */
-		const uint32_t b = atomicAdd(&cnt[0], (uint32_t)n);
-		base = b >= (uint32_t)p.cap ? p.cap : (int)b;
-	}
+	if (threadIdx.x == 0)
+		base = pre_slot_base(atomicAdd(&cnt[0], (uint32_t)n), p.cap);
 	__syncthreads();
 	const int room = p.cap - base;
 	const int ne = room <= 0 ? 0 : room < n ? room : n;
