@@ -48,8 +48,9 @@ static const char *usage =
 	"--priority-main: kernels.h priority_main (the\n"
 	"compute stream outranks the side streams; every row). --trace: device events per layer (engine.h trace),\n"
 	"a note per point with where the step's time goes. --paired: every row's engine of a\n"
-	"point at once, their timed steps taken in turn (all-resident, then each row, then\n"
-	"again), so that drift over the run falls on every row alike; a note per row gives\n"
+	"point at once, their timed steps taken in turn (each turn one step of every row,\n"
+	"turn s starting at row s mod rows), so that drift over the run and the place in a\n"
+	"turn fall on every row alike; a note per row gives\n"
 	"the median of its per-turn ratios to all-resident (rows one after the other when\n"
 	"their caches do not fit the budgets together).\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
@@ -467,8 +468,10 @@ int strata_bench_decode(int argc, char **argv)
 					run_close(&rs[mode]);
 				}
 			}
+			/* turn s starts at row s mod n_rows, so that no row always runs first */
 			for (int s = 0; pair && s < o.reps; s++)
-				for (int mode = 0; mode < n_rows; mode++) {
+				for (int j = 0; j < n_rows; j++) {
+					const int mode = (s + j) % n_rows;
 					if (!want[mode] || (err = run_step(dev, &rs[mode])) == 0)
 						continue;
 					bench_out_note(out, "%s ctx %d batch %d: failed: %s", names[mode], ctx,
