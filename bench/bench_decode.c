@@ -30,7 +30,6 @@ static const char *usage =
 	"                           [--direct-all] [--rows NAME,..] [--tc]\n"
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
 	"                           [--early-ctas N] [--early-slots N] [--early-dry]\n"
-	"                           [--early-filter]\n"
 	"                           [--priority-main]\n"
 	"                           [--trace] [--paired]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
@@ -43,8 +42,7 @@ static const char *usage =
 	"host_tier; a note says which pages each point got). --host-on-device: diagnostic,\n"
 	"the host tier in device memory (the bus taken out). --spare-sms: engine.h\n"
 	"attn_spare_sms (every row). --early-ctas / --early-slots: engine.h early_ctas /\n"
-	"early_slots (hisparse-early rows); --early-dry: engine.h early_dry (diagnostic);\n"
-	"--early-filter: engine.h early_filter (hisparse-early rows stage in the filter CTAs).\n"
+	"early_slots (hisparse-early rows); --early-dry: engine.h early_dry (diagnostic).\n"
 	"--priority-main: kernels.h priority_main (the\n"
 	"compute stream outranks the side streams; every row). --trace: device events per layer (engine.h trace),\n"
 	"a note per point with where the step's time goes. --paired: every row's engine of a\n"
@@ -153,7 +151,7 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 }
 
 /* --early-ctas / --early-slots: engine.h early_ctas / early_slots (EARLY rows) */
-static int early_ctas, early_slots, early_dry, early_filter;
+static int early_ctas, early_slots, early_dry;
 
 /* One row's engine at one point: created, filled and warmed up by run_open, then
  * timed one step at a time (run_step), so that the rows of a point can run one after
@@ -192,7 +190,6 @@ static int run_open(strata_dev *dev, const bench_opts *o, const strata_model *m,
 		c.early_ctas = early_ctas;
 		c.early_slots = early_slots;
 		c.early_dry = early_dry;
-		c.early_filter = early_filter;
 	}
 	c.n_req = batch;
 	c.max_ctx = ctx + o->warmup + o->reps + 1;
@@ -317,10 +314,6 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--early-dry")) {
 			early_dry = 1;
-			continue;
-		}
-		if (!strcmp(a, "--early-filter")) {
-			early_filter = 1;
 			continue;
 		}
 		if (!strcmp(a, "--priority-main")) {

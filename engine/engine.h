@@ -64,8 +64,7 @@ typedef enum {
 					 STAGED when the indexer call would give each of
 					 its filter CTAs a staging CTA in the same wave
 					 (strata_k_indexer_stage_ctas: batch 1 at 1M,
-					 up to about 8 at 128K on an H200; with
-					 early_filter, wherever it stages). On the CPU
+					 up to about 8 at 128K on an H200). On the CPU
 					 backend: IN_PLACE. strata_ref_stats.miss_path
 					 says which. */
 	STRATA_REF_MISS_EARLY = 4,    /* STAGED, with the copies made inside the
@@ -128,10 +127,6 @@ typedef struct strata_ref_config {
 	int early_slots;         /* EARLY (set, or AUTO's choice): stage slots per
 				    request; 0: 2 x top-k (fewer leave more misses
 				    to the index map) */
-	int early_filter;        /* EARLY (set, or AUTO's choice): 1 stages in the
-				    indexer's filter CTAs themselves
-				    (strata_indexer_params.stage_in_filter; not yet
-				    measured on a GPU), 0 in extra CTAs */
 	int early_dry;           /* EARLY (set, or AUTO's choice), diagnostic:
 				    everything but the staging (the map still looks
 				    up stage_map, which holds no word of the call's

@@ -219,7 +219,6 @@ int strata_ref_engine_create(strata_dev *dev, const strata_ref_config *cfg,
 	    cfg->host_tier < STRATA_REF_HOST_PINNED || cfg->host_tier > STRATA_REF_HOST_DEVICE ||
 	    cfg->attn_spare_sms < 0 || cfg->early_ctas < 0 || cfg->early_slots < 0 ||
 	    (cfg->early_dry != 0 && cfg->early_dry != 1) ||
-	    (cfg->early_filter != 0 && cfg->early_filter != 1) ||
 	    cfg->early_slots > 2 * cfg->model.index_topk)
 		return -EINVAL;
 	int err = strata_model_validate(&cfg->model);

@@ -162,13 +162,11 @@ int ref_fetch_init(strata_ref_engine *e)
 				err = g;
 			stage = g > 1;
 			/* the default shape (one wave): early_ctas shapes the calls, not the
-			 * choice; with early_filter the filter CTAs stage, so early wherever
-			 * it stages */
+			 * choice */
 			strata_attn_prestage_params shape = { .max_ctas = 0 };
 			strata_indexer_params ip = { .heads = e->m.index_heads, .topk = K,
 						     .n_req = R, .n_rows = R, .max_rows = 1,
-						     .max_limit = e->cap4, .stage = &shape,
-						     .stage_in_filter = e->cfg.early_filter };
+						     .max_limit = e->cap4, .stage = &shape };
 			int fx = 0, sx = err ? 0 : strata_k_indexer_stage_ctas(e->dev, &ip, &fx);
 			if (sx < 0)
 				err = sx;

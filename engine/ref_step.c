@@ -347,10 +347,8 @@ static int attend(strata_ref_engine *e, ref_lay *L, int n128)
 		int staged = 0;
 		if ((err = ref_fetch_early(e, L, &pp, &staged)))
 			return err;
-		if (staged) {
+		if (staged)
 			ip.stage = &pp;
-			ip.stage_in_filter = e->cfg.early_filter;
-		}
 		if ((err = strata_k_indexer(e->dev, &ip, NULL)) ||
 		    (err = ref_trace_mark(e, l, STRATA_REF_T_INDEXED, NULL)))
 			return err;

@@ -38,7 +38,6 @@
 #include <cub/block/block_scan.cuh>
 
 #include <atomic>
-#include <type_traits>
 
 #include "kernels/indexer_int.h"
 #include "kernels/prestage_int.h"
@@ -928,7 +927,7 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 	}
 }
 
-#include "kernels/indexer_stage_int.h" /* stage_role, the sf_* pieces */
+#include "kernels/indexer_stage_int.h" /* stage_role */
 
 /* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
@@ -937,13 +936,11 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
  * select_kernel does both. */
 /* Two CTAs per SM: 64 registers a thread at most (the staging role copies 16 entries a
  * round to stay within them). */
-template <bool FUSE, bool SF>
+template <bool FUSE>
 __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
-	/* SF: the last CTA's bulk-copy buffers (only SF instances carry them) */
-	__shared__ typename std::conditional<SF, SfSmem, char>::type ssm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
 	/* the staging CTAs come first in the launch, so that they read the scan's
 	 * histogram before the row's select clears it. A later read would see some bins
@@ -956,42 +953,24 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 	const int bx = (int)blockIdx.x - a.sx; /* this CTA's filter chunk */
 	const int L = row_lim(a, row);
-	uint32_t *slots = nullptr; /* SF: the row's slot counter of the epoch's parity */
-	if constexpr (SF) {
-		uint32_t *cnt = static_cast<uint32_t *>(a.st.scratch) + (size_t)row * PRE_CNT;
-		if (bx == 0 && tid == 0)
-			cnt[2 + (int)((a.st.epoch + 1) & 1)] = 0; /* the next call's */
-		slots = cnt + 2 + (int)(a.st.epoch & 1);
-	}
 	if (L <= k) {
 		if (bx == 0 && tid == 0)
 			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
 		if (FUSE && bx == 0)
 			write_trivial(a, row, L, false);
-		if constexpr (SF)
-			sf_stage_all(a, row, bx, L, slots, sm);
 		return;
 	}
 	if (bx * kFChunk >= L)
 		return; /* block-uniform */
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	/* SF: the residency words of the entries the map covers */
-	const int top = SF ? (L < a.st.map_stride ? L : a.st.map_stride) : 0;
-	const int32_t *mrow = SF ? a.st.map + (size_t)a.st.row_map[row] * a.st.map_stride : nullptr;
-	/* the first chunk's scores (SF: and residency words) do not depend on the cut: in
-	 * flight while it is found */
+	/* the first chunk's scores do not depend on the cut: in flight while it is found */
 	int start = bx * kFChunk;
 	float s[kFPer];
-	int32_t mw[kFPer];
 	load_chunk(sc, start, L, s);
-	if constexpr (SF)
-		load_map_chunk(mrow, start, top, mw);
 	uint32_t bstar, above1;
 	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
 	if (cut && bx == 0 && tid == 0)
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
-	if (SF && tid == 0)
-		sm.n_t = 0;
 	if (cut) {
 		uint32_t base;
 		int shift;
@@ -1033,15 +1012,11 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
 							(unsigned long long)(0xffffffffu - (uint32_t)j);
 				}
-				if constexpr (SF)
-					sf_append(sm, j, (is_sel || is_cand) && j < top && mw[u] < 0);
 			}
 			start += a.fx * kFChunk;
 			if (start >= L)
 				break;
 			load_chunk(sc, start, L, s);
-			if constexpr (SF)
-				load_map_chunk(mrow, start, top, mw);
 		}
 		__syncthreads();
 		uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
@@ -1051,59 +1026,16 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				atomicAdd(&gh2[i], v);
 		}
 	}
-	int n_miss = 0; /* SF: the CTA's listed misses */
-	if constexpr (SF) {
-		__syncthreads();
-		n_miss = (int)sm.n_t;
-		n_miss = n_miss < STRATA_INDEXER_MAX_TOPK ? n_miss : STRATA_INDEXER_MAX_TOPK;
-	}
-	if (!FUSE) {
-		if constexpr (SF) {
-			if (tid == 0 && n_miss)
-				sm.digit = pre_slot_base(atomicAdd(slots, (uint32_t)n_miss), a.st.cap);
-			__syncthreads();
-			if (n_miss)
-				sf_copy(a.st, row, sm.ids, n_miss, sm.digit);
-		}
+	if (!FUSE)
 		return;
-	}
 	__threadfence(); /* this CTA's list entries and bins before its "done" */
 	__syncthreads();
 	if (tid == 0) {
 		const uint32_t chunks = (uint32_t)((L + kFChunk - 1) / kFChunk);
 		const uint32_t nblk = chunks < (uint32_t)a.fx ? chunks : (uint32_t)a.fx; /* CTAs with work */
-		uint32_t b0 = 0;
-		if (SF && n_miss) /* in flight beside the "done" */
-			b0 = atomicAdd(slots, (uint32_t)n_miss);
 		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
-		if constexpr (SF)
-			sm.digit = pre_slot_base(b0, a.st.cap);
 	}
 	__syncthreads();
-	int nb = 0;
-	if constexpr (SF) {
-		const int room = a.st.cap - sm.digit;
-		const int ne = room <= 0 ? 0 : room < n_miss ? room : n_miss;
-		if (!sm.last) { /* block-uniform: copy beside the last CTA's select */
-			if (ne)
-				sf_copy(a.st, row, sm.ids, ne, sm.digit);
-			return;
-		}
-		const int nl = ne < kSfList ? ne : kSfList;
-		if (ne > nl) /* rare (a short row's only CTA): the rest now, on top-k's path */
-			sf_copy(a.st, row, sm.ids + nl, ne - nl, sm.digit + nl);
-		for (int e = tid; e < nl; e += kFThreads)
-			ssm.lid[e] = sm.ids[e];
-		if (tid == 0) {
-			ssm.n = nl;
-			ssm.base = sm.digit;
-		}
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-		nb = nl < kSfBulk ? nl : kSfBulk; /* bulk copies: sm_90 */
-#endif
-		__syncthreads(); /* the list is out of sm.ids before the select reuses it */
-		sf_issue(a.st, row, ssm, nb);
-	}
 	if (!sm.last)
 		return;
 	__threadfence(); /* everyone else's writes are visible: read them through L2 */
@@ -1112,8 +1044,6 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	else
 		write_trivial(a, row, L, true);
 	clear_row(a, row);
-	if constexpr (SF)
-		sf_finish(a.st, row, ssm, nb);
 }
 
 /* grid n_rows (the phases benchmark aid's separate select). */
@@ -1226,15 +1156,8 @@ static void filter_shape(int nsm, const strata_indexer_params *p, int *fx_out, i
 		want = want < 1 ? 1 : want;
 		fx = chunks < want ? chunks : want;
 	}
-	/* staging in the filter CTAs: one wave of them, so that no CTA waits for another's
-	 * copies to free its SM (each loops over more chunks instead) */
-	if (p->stage && p->stage_in_filter) {
-		long long wave = (long long)2 * (nsm > 0 ? nsm : 1) / rows;
-		wave = wave < 1 ? 1 : wave;
-		fx = fx < wave ? fx : wave;
-	}
 	long long sx = 0;
-	if (p->stage && !p->stage_in_filter) {
+	if (p->stage) {
 		long long room = ((long long)2 * nsm - fx * rows) / rows;
 		sx = p->stage->max_ctas ? p->stage->max_ctas : room < fx ? room : fx;
 		sx = sx > chunks ? chunks : sx;
@@ -1345,19 +1268,12 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	if (p->stage)
 		a.st = *p->stage;
 	dim3 fg((unsigned)(fx + sx), (unsigned)p->n_rows);
-	const bool sf = p->stage && p->stage_in_filter; /* the filter CTAs stage */
 	if (!ev) { /* filter with the row's select fused into its last CTA */
-		if (sf)
-			filter_kernel<true, true><<<fg, kFThreads, 0, st>>>(a);
-		else
-			filter_kernel<true, false><<<fg, kFThreads, 0, st>>>(a);
+		filter_kernel<true><<<fg, kFThreads, 0, st>>>(a);
 		return strata_dev_check(dev, "indexer: filter+select");
 	}
-	if (scored || p->stage) { /* unscored rows: the staging still has work */
-		if (sf)
-			filter_kernel<false, true><<<fg, kFThreads, 0, st>>>(a);
-		else
-			filter_kernel<false, false><<<fg, kFThreads, 0, st>>>(a);
+	if (scored || a.sx) { /* unscored rows: the staging CTAs still have work */
+		filter_kernel<false><<<fg, kFThreads, 0, st>>>(a);
 		if ((err = strata_dev_check(dev, "indexer: filter")))
 			return err;
 	}
@@ -1418,5 +1334,5 @@ extern "C" int strata_k_indexer_stage_ctas_gpu(strata_dev *dev, const strata_ind
 	filter_shape(nsm, p, &fx, &sx);
 	if (filter)
 		*filter = fx;
-	return p->stage && p->stage_in_filter ? fx : sx; /* there the filter CTAs stage */
+	return sx;
 }

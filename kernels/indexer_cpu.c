@@ -29,8 +29,6 @@ int idx_check_params(const strata_indexer_params *p)
 		return -EINVAL;
 	if (p->cut_out && (p->cut_epoch < 1 || p->cut_epoch >= ((uint64_t)1 << 40)))
 		return -EINVAL;
-	if (p->stage_in_filter != 0 && p->stage_in_filter != 1)
-		return -EINVAL;
 	return 0;
 }
 

@@ -272,21 +272,6 @@ typedef struct strata_indexer_params {
 	 * the call has ended: read stage_map after the call (later on its stream, or
 	 * after an event recorded behind it), not while it runs. */
 	const struct strata_attn_prestage_params *stage;
-	/* With stage, GPU: 0 (the default) stages in extra CTAs of the filter launch, as
-	 * above; 1 stages in the filter CTAs themselves, no extra CTAs: each lists the
-	 * misses among its chunks' entries that can still make the top-k (their
-	 * residency words read with their scores), and after it has signalled its part
-	 * of the filter done, copies them while the row's last CTA selects; that last
-	 * CTA starts the bus reads of its own misses (bulk copies into shared memory)
-	 * before it selects and stores them after (on sm_90; elsewhere after, with
-	 * plain loads). The filter launch is then held to one wave of CTAs, each taking
-	 * more chunks, so that none waits for another's copies. The same entries are
-	 * staged either
-	 * way, but for a CTA with more than STRATA_INDEXER_MAX_TOPK misses, or a row's
-	 * last CTA with more than 512 (the rest are left to the index map). Not yet
-	 * measured on a GPU (bench/results/2026-11-30-h200-s6). Ignored by the CPU twin
-	 * and without stage; else 0 or 1. */
-	int stage_in_filter;
 } strata_indexer_params;
 
 /* The indexer's score buckets (2048): the top 11 bits of the score's fp16 (round to

@@ -16,11 +16,10 @@ static strata_dev *open_dev(strata_backend b, int priority_main)
 	return d;
 }
 
-/* modes 3 - 7: HISPARSE with direct_misses, misses read in place by attention (3),
+/* modes 3 - 6: HISPARSE with direct_misses, misses read in place by attention (3),
  * staged on the device by the map kernel (4), staged early, inside the indexer call
- * while top-k runs (5: by extra CTAs; 7: by the filter CTAs themselves), or AUTO's
- * choice among those (6) */
-enum { NM = 8 };
+ * while top-k runs (5), or AUTO's choice among those (6) */
+enum { NM = 7 };
 static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode mode,
 			       int n_req, int max_ctx, int hot, int keep)
 {
@@ -31,9 +30,7 @@ static strata_ref_engine *make(strata_dev *d, const char *model, strata_ref_mode
 			  : (int)mode == 4 ? STRATA_REF_MISS_STAGED
 			  : (int)mode == 5 ? STRATA_REF_MISS_EARLY
 			  : (int)mode == 6 ? STRATA_REF_MISS_AUTO
-			  : (int)mode == 7 ? STRATA_REF_MISS_EARLY
 					   : STRATA_REF_MISS_COPY;
-	c.early_filter = (int)mode == 7;
 	c.n_req = n_req;
 	c.max_ctx = max_ctx;
 	c.hot_slots = hot;
@@ -76,11 +73,11 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 		dg[m] = strata_ref_engine_digest(e);
 		strata_ref_stats st;
 		strata_ref_engine_stats(e, &st);
-		if ((m >= 3 && m <= 5) || m == 7)
+		if (m >= 3 && m <= 5)
 			ck_assert_int_eq(st.miss_path, m == 3   ? STRATA_REF_MISS_IN_PLACE
 						       : m == 4 ? STRATA_REF_MISS_STAGED
 								: STRATA_REF_MISS_EARLY);
-		if ((m == 5 || m == 7) && st.misses > 0) /* the early staging took misses */
+		if (m == 5 && st.misses > 0) /* the early staging took misses */
 			ck_assert_uint_gt(st.early_misses, 0);
 		if (m == 6) { /* AUTO: staged when attention reads in several head groups,
 			       * early when the staging CTAs match the filter's (engine.h) */
@@ -111,7 +108,6 @@ static void modes(const char *model, int n_req, int prefill, int fill, int steps
 	ck_assert_uint_eq(dg[0], dg[4]);
 	ck_assert_uint_eq(dg[0], dg[5]);
 	ck_assert_uint_eq(dg[0], dg[6]);
-	ck_assert_uint_eq(dg[0], dg[7]);
 	free(h0);
 	strata_dev_close(d);
 }

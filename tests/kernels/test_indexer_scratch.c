@@ -11,9 +11,6 @@ START_TEST(scratch_before_buffers)
 				    .n_req = 4, .n_rows = 4, .max_rows = 1,
 				    .max_limit = 65536, .max_pages = 1024, .B = 64 };
 	ck_assert_uint_gt(strata_k_indexer_scratch(NULL, &p), 0);
-	p.stage_in_filter = 2; /* 0 or 1 */
-	ck_assert_uint_eq(strata_k_indexer_scratch(NULL, &p), 0);
-	p.stage_in_filter = 0;
 	p.heads = 0; /* a bad shape still gets 0 */
 	ck_assert_uint_eq(strata_k_indexer_scratch(NULL, &p), 0);
 	ck_assert_uint_eq(strata_k_indexer_scratch(NULL, NULL), 0);
