@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|sf|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != sf ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -72,14 +72,18 @@ if [ "$mode" = step ]; then # issue 5's decode ratios, mean and median, plus a b
 	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows hisparse-direct --host-gib 110
 	exit 0
 fi
-if [ "$mode" = sf ]; then # staging in the filter CTAs (--early-filter) against AUTO, paired, after the gpu tests, ~6 min
+if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, where the 1M indexer's time goes (ncu), ~7 min
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
-	R="--rows hisparse-direct,hisparse-early --early-filter"
-	run sf_128k 240 bench decode --check --paired --contexts 128K --batches 1,8,32 --reps 16 $R
-	run sf_trace 100 bench decode --check --paired --contexts 128K --batches 1 --reps 16 --trace $R
-	run sf_1m 240 bench decode --check --paired --contexts 1M --batches 1,8 --reps 16 $R --host-gib 110
+	run p_128k 240 bench decode --check --paired --contexts 128K --batches 1,8,32 --reps 32 --rows hisparse-direct
+	run p_1m 240 bench decode --check --paired --contexts 1M --batches 1,8 --reps 32 --rows hisparse-direct --host-gib 110
+	timeout 150 ncu --set full -k 'regex:scan_kernel|filter_kernel|select_kernel' --launch-skip 6 -c 3 \
+		"$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt mxfp4 --reps 3 >"$out/ncu_indexer.txt" 2>&1
+	stamp "ncu indexer rc=$?"
+	timeout 100 ncu --set full -k 'regex:gather_kernel' -c 4 \
+		"$B" bench fetch --sizes 512,32768 --reps 3 >"$out/ncu_fetch.txt" 2>&1
+	stamp "ncu fetch rc=$?"
 	exit 0
 fi
 if [ "$mode" = b1 ]; then # batch-1 ratios at 32 steps and the isolated kernel times of EARLY (no tests), ~2 min
