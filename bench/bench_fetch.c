@@ -206,6 +206,55 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 				      "min_us", bench_fmt("%.2f", st.min), "GBps", bench_fmt("%.2f", rate),
 				      "ratio", bench_fmt("%.3f", rate / c_rate), "check", chk, NULL);
 		}
+		/* The same random ids from a packed copy of the entries (entry space packed:
+		 * 576 data + 8 scale bytes together, stride 592 or 640): one read per entry
+		 * instead of two, 128-byte aligned at 640. A host-tier layout candidate. */
+		static const int packs[] = { 592, 640 };
+		for (int pi = 0; pi < 2; pi++) {
+			const int pk = packs[pi];
+			size_t pbytes = (size_t)n_src * (size_t)pk;
+			hostsrc hp2 = { 0 };
+			if (hostsrc_open(t->dev, use_pool,
+					 (int)((pbytes + strata_main_block_stride(64) - 1) /
+					       strata_main_block_stride(64)),
+					 &hp2) || !hp2.ptr) {
+				bench_out_note(bo, "n=%d: packed %d source: allocation failed", n, pk);
+				hostsrc_close(t->dev, &hp2);
+				continue;
+			}
+			for (size_t i = 0; i + 8 <= pbytes; i += 8) {
+				uint64_t v = rng_next(&seed);
+				memcpy(hp2.ptr + i, &v, 8);
+			}
+			for (int seq = 0; seq < 2; seq++) {
+				if (seq && pk != 640)
+					continue;
+				gctx gp = g;
+				gp.p.src = (strata_entry_space){ hp2.ptr, NULL, 0, 64, pk };
+				gp.hp.src = gp.p.src;
+				if (seq) {
+					gp.p.src_ids = NULL;
+					gp.hp.src_ids = NULL;
+				}
+				strata_dev_memset(t->dev, dpool, 0, dbytes, NULL);
+				double p_us = time_us(t, run_kernel, &gp, o->warmup, o->reps, &st);
+				const char *chk = "-";
+				if (o->check) {
+					int bad = check_gather(t, &gp.hp, dpool, dbytes);
+					chk = bad ? "FAIL" : "ok";
+					fails += bad != 0;
+				}
+				double rate = payload / (p_us * 1e3);
+				bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method",
+					      bench_fmt(seq ? "kernel sequential, packed %.0f"
+							    : "kernel packed %.0f",
+							(double)pk),
+					      "median_us", bench_fmt("%.2f", p_us), "min_us",
+					      bench_fmt("%.2f", st.min), "GBps", bench_fmt("%.2f", rate),
+					      "ratio", bench_fmt("%.3f", rate / c_rate), "check", chk, NULL);
+			}
+			hostsrc_close(t->dev, &hp2);
+		}
 		if (si == 0) {
 			/* The fixed cost: the same launch with a device count of 0 (the kernel
 			 * exits at once), event-timed like every row here. */

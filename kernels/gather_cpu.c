@@ -7,7 +7,7 @@
 
 static int space_ok(const strata_entry_space *sp)
 {
-	if (sp->B <= 0)
+	if (sp->B <= 0 || (sp->packed && (sp->packed < STRATA_MAIN_ENTRY_BYTES || sp->packed % 16)))
 		return 0;
 	return sp->blocks ? sp->max_blocks > 0 : sp->base != NULL;
 }

@@ -45,16 +45,21 @@ GATHER_HD uint8_t *gather_block(const strata_entry_space *sp, int tab, int id)
 	int b = id / sp->B;
 	if (sp->blocks)
 		return sp->blocks[(size_t)tab * (size_t)sp->max_blocks + (size_t)b];
-	size_t stride = (((size_t)sp->B * STRATA_MAIN_ENTRY_BYTES + STRATA_MAIN_DATA_BYTES - 1) /
-			 STRATA_MAIN_DATA_BYTES) * STRATA_MAIN_DATA_BYTES;
+	size_t stride = sp->packed ? (size_t)sp->B * (size_t)sp->packed
+				   : (((size_t)sp->B * STRATA_MAIN_ENTRY_BYTES +
+				       STRATA_MAIN_DATA_BYTES - 1) /
+				      STRATA_MAIN_DATA_BYTES) * STRATA_MAIN_DATA_BYTES;
 	return sp->base + (size_t)b * stride;
 }
 GATHER_HD uint8_t *gather_data(const strata_entry_space *sp, uint8_t *blk, int id)
 {
-	return blk + (size_t)(id % sp->B) * STRATA_MAIN_DATA_BYTES;
+	return blk + (size_t)(id % sp->B) * (sp->packed ? (size_t)sp->packed
+							 : (size_t)STRATA_MAIN_DATA_BYTES);
 }
 GATHER_HD uint8_t *gather_scale(const strata_entry_space *sp, uint8_t *blk, int id)
 {
+	if (sp->packed)
+		return blk + (size_t)(id % sp->B) * (size_t)sp->packed + STRATA_MAIN_DATA_BYTES;
 	return blk + (size_t)sp->B * STRATA_MAIN_DATA_BYTES +
 	       (size_t)(id % sp->B) * STRATA_MAIN_SCALE_BYTES;
 }

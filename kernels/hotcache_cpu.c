@@ -22,7 +22,8 @@
 
 static int space_ok(const strata_entry_space *sp)
 {
-	return (sp->base || sp->blocks) && sp->B > 0 && (!sp->blocks || sp->max_blocks > 0);
+	return (sp->base || sp->blocks) && sp->B > 0 && (!sp->blocks || sp->max_blocks > 0) &&
+	       (!sp->packed || (sp->packed >= STRATA_MAIN_ENTRY_BYTES && sp->packed % 16 == 0));
 }
 
 /* Entry id of table rl in src to entry g of dst (the fetch of one miss). */

@@ -352,6 +352,11 @@ typedef struct strata_entry_space {
 	uint8_t *const *blocks;
 	int max_blocks;
 	int B;
+	/* 0: the block layout above. Otherwise entries are packed: entry i of a block at
+	 * i * packed (576 data bytes, then its 8 scale bytes), block stride B * packed;
+	 * packed >= 584 and a multiple of 16. (Measured by bench fetch as a host-tier
+	 * layout: one contiguous read per entry instead of two.) */
+	int packed;
 } strata_entry_space;
 
 /* Copy n main entries (576 data + 8 scale bytes each), item i from entry src_ids[i] of

@@ -87,6 +87,55 @@ START_TEST(flat_random)
 }
 END_TEST
 
+/* A packed source (entry i at i * pk: data then scales) into the block layout and back:
+ * the round trip restores every byte, and a bad stride is refused. */
+START_TEST(packed_space)
+{
+	uint64_t seed = 23;
+	const int pk = 640, n_blocks = 4, n = n_blocks * HB;
+	size_t pbytes = (size_t)n * pk;
+	uint8_t *packed = aligned_alloc(256, pbytes), *back = aligned_alloc(256, pbytes);
+	ck_assert_ptr_nonnull(packed);
+	ck_assert_ptr_nonnull(back);
+	for (size_t i = 0; i + 8 <= pbytes; i += 8) {
+		uint64_t v = tu_next(&seed);
+		memcpy(packed + i, &v, 8);
+	}
+	memcpy(back, packed, pbytes);
+	uint8_t *blk = blocks_alloc(n_blocks, HB, &seed);
+	int32_t *sid = malloc((size_t)n * 4);
+	distinct(sid, n, n, &seed);
+	strata_gather_params p = { 0 };
+	p.n = n;
+	p.src_ids = sid;
+	p.src = (strata_entry_space){ packed, NULL, 0, HB, pk };
+	p.dst = (strata_entry_space){ blk, NULL, 0, HB };
+	ck_assert_int_eq(strata_k_gather_cpu(&p), 0);
+	for (int i = 0; i < n; i++) {
+		const uint8_t *e = packed + (size_t)sid[i] * pk;
+		ck_assert_mem_eq(ent_data(blk, HB, i), e, 576);
+		ck_assert_mem_eq(ent_scale(blk, HB, i), e + 576, 8);
+	}
+	memset(back, 0, pbytes); /* back to the packed layout: the entry bytes return */
+	strata_gather_params q = { 0 };
+	q.n = n;
+	q.dst_ids = sid;
+	q.src = p.dst;
+	q.dst = (strata_entry_space){ back, NULL, 0, HB, pk };
+	ck_assert_int_eq(strata_k_gather_cpu(&q), 0);
+	for (int i = 0; i < n; i++)
+		ck_assert_mem_eq(back + (size_t)i * pk, packed + (size_t)i * pk, 584);
+	p.src.packed = 600; /* not a multiple of 16 */
+	ck_assert_int_eq(strata_k_gather_cpu(&p), -EINVAL);
+	p.src.packed = 576; /* smaller than an entry */
+	ck_assert_int_eq(strata_k_gather_cpu(&p), -EINVAL);
+	free(sid);
+	free(blk);
+	free(packed);
+	free(back);
+}
+END_TEST
+
 START_TEST(tables_skips_count)
 {
 	uint64_t seed = 7;
@@ -218,6 +267,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, flat_random, 0, 8);
 	tcase_add_test(tc, tables_skips_count);
+	tcase_add_test(tc, packed_space);
 	tcase_add_test(tc, bad_params);
 	tcase_add_test(tc, graphs_need_a_gpu);
 	tcase_add_test(tc, dispatch_cpu_and_baselines);
