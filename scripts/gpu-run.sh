@@ -72,7 +72,7 @@ if [ "$mode" = step ]; then # issue 5's decode ratios, mean and median, plus a b
 	run decode_1m 240 bench decode --check --contexts 1M --batches 1,8 --reps 8 --rows hisparse-direct --host-gib 110
 	exit 0
 fi
-if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, where the 1M indexer's time goes (ncu), ~7 min
+if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, where the 1M indexer's time goes (ncu), the gather from packed host entries, ~8 min
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -81,9 +81,7 @@ if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, wher
 	timeout 150 ncu --set full -k 'regex:scan_kernel|filter_kernel|select_kernel' --launch-skip 6 -c 3 \
 		"$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt mxfp4 --reps 3 >"$out/ncu_indexer.txt" 2>&1
 	stamp "ncu indexer rc=$?"
-	timeout 100 ncu --set full -k 'regex:gather_kernel' -c 4 \
-		"$B" bench fetch --sizes 512,32768 --reps 3 >"$out/ncu_fetch.txt" 2>&1
-	stamp "ncu fetch rc=$?"
+	run fetch 150 bench fetch --check --sizes 512,8192,32768,262144
 	exit 0
 fi
 if [ "$mode" = b1 ]; then # batch-1 ratios at 32 steps and the isolated kernel times of EARLY (no tests), ~2 min
