@@ -363,17 +363,6 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 		return; /* whole CTA */
 
 	const int tid = threadIdx.x;
-	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
-	const int ekey = (g >> 1) * 8 + 2 * c + (g & 1); /* the key this lane ends with */
-	/* The first step's key bytes are requested before the query is staged: their two
-	 * dependent reads (page table, then keys) overlap the staging instead of following
-	 * it. At 1M keys a warp takes only about 4 steps, so this start matters. */
-	Raw<FMT> raw[4];
-	float ks = 0.0f;
-	int kb = (int)blockIdx.x * kUnit + warp * 32;
-	load_step<FMT>(a, pt, kb, maxlim, g, c, ekey, raw, ks);
-
 	const bool qvec = ((uintptr_t)a.q & 15) == 0;
 #pragma unroll
 	for (int i = 0; i < R; i++) {
@@ -423,10 +412,18 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 	}
 	__syncthreads();
 
+	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
 	const uint32_t qs_base = (uint32_t)__cvta_generic_to_shared(qs);
 	const int mat = lane >> 3;
 	const uint32_t lds_off = (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
+	const int ekey = (g >> 1) * 8 + 2 * c + (g & 1); /* the key this lane ends with */
 	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
+
+	Raw<FMT> raw[4];
+	float ks = 0.0f;
+	int kb = (int)blockIdx.x * kUnit + warp * 32;
+	load_step<FMT>(a, pt, kb, maxlim, g, c, ekey, raw, ks);
 
 	for (; kb < maxlim; kb += kstride) { /* warp-uniform */
 		uint32_t bf[4][16];
