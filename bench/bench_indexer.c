@@ -33,13 +33,16 @@
 
 static const char *usage =
 	"usage: strata bench indexer [--model flash|pro] [--ctx 32K,128K,...] [--batch 1,8,...]\n"
-	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--phases]\n"
+	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--q8] [--phases]\n"
 	"  Sweeps contexts (tokens; C4 entries = tokens / 4), batch sizes, query rows per\n"
 	"  request (MTP) and key formats; times scan + top-k per layer against a streaming\n"
 	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.\n"
 	"  --phases (GPU): also time the scan, filter and select launches apart (medians,\n"
 	"  us; columns mset_us scan_us filt_us sel_us; mset_us is two back-to-back events\n"
-	"  now that no memset runs: the event overhead included in the others).";
+	"  now that no memset runs: the event overhead included in the others).\n"
+	"  --q8: FP8 queries (kernels.h q8; column q), as V4's indexer quantises them: with\n"
+	"  FP8 keys the scan runs on FP8 tensor cores (--check then allows 2e-3 of the\n"
+	"  largest selected score at the k-th, for their 13-bit adds; else 2e-5).";
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -113,8 +116,8 @@ typedef struct point_res {
 
 /* CPU twin on one row (its own single-request params) vs the GPU's selection. */
 static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int pages_per_slot,
-		     int row, int req, int lim, const uint16_t *hq, const float *hw,
-		     const int32_t *gids, const float *gsc)
+		     int row, int req, int lim, const uint16_t *hq, const uint8_t *hq8,
+		     const float *hw, const int32_t *gids, const float *gsc)
 {
 	int k = gp->topk, ppr = (lim + gp->B - 1) / gp->B;
 	int32_t *pt = malloc(sizeof(int32_t) * (size_t)(ppr ? ppr : 1));
@@ -127,7 +130,8 @@ static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int
 	c.n_rows = 1;
 	c.max_rows = 1;
 	c.max_limit = lim;
-	c.q = hq + (size_t)row * gp->heads * 128;
+	c.q = hq8 ? NULL : hq + (size_t)row * gp->heads * 128;
+	c.q8 = hq8 ? hq8 + (size_t)row * gp->heads * 128 : NULL;
 	c.w = hw + (size_t)row * gp->heads;
 	c.req_rows = rr;
 	c.row_limit = &lim;
@@ -145,7 +149,7 @@ static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int
 			kth = fminf(kth, sc[i]);
 			mx = fmaxf(mx, fabsf(sc[i]));
 		}
-		float tol = 2e-5f * mx;
+		float tol = (hq8 && gp->fmt == STRATA_INDEX_FP8 ? 2e-3f : 2e-5f) * mx;
 		for (int a = 0, b = 0; ok && (a < k || b < k);) {
 			int x = a < k ? gids[a] : INT32_MAX, y = b < k ? ids[b] : INT32_MAX;
 			if (x == y) {
@@ -180,12 +184,17 @@ int strata_bench_indexer(int argc, char **argv)
 	const char *model = "flash";
 	uint64_t ctx[MAX_LIST] = { 32768, 131072, 524288, 1048576 }, bat[MAX_LIST] = { 1, 8, 32, 64 },
 		 rws[MAX_LIST] = { 1, 2, 4 };
-	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0;
+	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0,
+	    use_q8 = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
 		if (!strcmp(argv[i], "--phases")) {
 			phases = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--q8")) {
+			use_q8 = 1;
 			continue;
 		}
 		if (!strcmp(argv[i], "--model") && v)
@@ -332,25 +341,31 @@ int strata_bench_indexer(int argc, char **argv)
 			const int nrows = nreq * R, ppr = (keys + B - 1) / B;
 			point_res res = { 0 };
 			uint16_t *hq = malloc(sizeof(uint16_t) * (size_t)nrows * H * 128);
+			uint8_t *hq8 = use_q8 ? malloc((size_t)nrows * H * 128) : NULL;
 			float *hw = malloc(sizeof(float) * (size_t)nrows * H);
 			int32_t *hpt = malloc(sizeof(int32_t) * (size_t)nreq * ppr);
 			int32_t *hrr = malloc(sizeof(int32_t) * (size_t)(nreq + 1));
 			int32_t *hlim = malloc(sizeof(int32_t) * (size_t)nrows);
 			int32_t *gids = malloc(sizeof(int32_t) * (size_t)nrows * K);
 			float *gsc = malloc(sizeof(float) * (size_t)nrows * K);
-			void *dq = NULL, *dw = NULL, *dpt = NULL, *drr = NULL, *dlim = NULL, *dids = NULL,
+			void *dq = NULL, *dq8 = NULL, *dw = NULL, *dpt = NULL, *drr = NULL, *dlim = NULL, *dids = NULL,
 			     *dsc = NULL, *dscr = NULL, *gB = NULL, *gC = NULL;
 			uint64_t s = o.seed * 7919 + (uint64_t)(ci * 64 + bi * 8 + ri);
-			if (!hq || !hw || !hpt || !hrr || !hlim || !gids || !gsc) {
+			if (!hq || (use_q8 && !hq8) || !hw || !hpt || !hrr || !hlim || !gids || !gsc) {
 				err = -ENOMEM;
 				goto point_done;
 			}
 			for (size_t i = 0; i < (size_t)nrows * H * 128; i++) {
 				float v = (float)((double)(rng_next(&s) >> 11) * 0x1p-53 * 2.0 - 1.0);
 				hq[i] = strata_bf16_encode(v);
+				if (hq8) { /* x 16 into e4m3's range; the 1/16 goes into w */
+					hq8[i] = strata_e4m3_encode(16.0f * v);
+					hq[i] = strata_bf16_encode(strata_e4m3_decode(hq8[i]));
+				}
 			}
 			for (size_t i = 0; i < (size_t)nrows * H; i++)
-				hw[i] = (float)((double)(rng_next(&s) >> 11) * 0x1p-53) * 0.0125f;
+				hw[i] = (float)((double)(rng_next(&s) >> 11) * 0x1p-53) * 0.0125f *
+					(hq8 ? 1.0f / 16.0f : 1.0f);
 			for (int q = 0; q < nreq; q++)
 				for (int p = 0; p < ppr; p++)
 					hpt[(size_t)q * ppr + p] = q * ppr + p;
@@ -362,6 +377,7 @@ int strata_bench_indexer(int argc, char **argv)
 						    .n_rows = nrows, .max_rows = R, .max_limit = keys,
 						    .max_pages = ppr, .B = B };
 			if ((err = strata_dev_alloc(dev, sizeof(uint16_t) * (size_t)nrows * H * 128, &dq)) ||
+			    (use_q8 && (err = strata_dev_alloc(dev, (size_t)nrows * H * 128, &dq8))) ||
 			    (err = strata_dev_alloc(dev, sizeof(float) * (size_t)nrows * H, &dw)) ||
 			    (err = strata_dev_alloc(dev, sizeof(int32_t) * (size_t)nreq * ppr, &dpt)) ||
 			    (err = strata_dev_alloc(dev, sizeof(int32_t) * (size_t)(nreq + 1), &drr)) ||
@@ -370,11 +386,14 @@ int strata_bench_indexer(int argc, char **argv)
 			    (err = strata_dev_alloc(dev, sizeof(float) * (size_t)nrows * K, &dsc)))
 				goto point_done;
 			strata_dev_copy(dev, dq, hq, sizeof(uint16_t) * (size_t)nrows * H * 128, st);
+			if (use_q8)
+				strata_dev_copy(dev, dq8, hq8, (size_t)nrows * H * 128, st);
 			strata_dev_copy(dev, dw, hw, sizeof(float) * (size_t)nrows * H, st);
 			strata_dev_copy(dev, dpt, hpt, sizeof(int32_t) * (size_t)nreq * ppr, st);
 			strata_dev_copy(dev, drr, hrr, sizeof(int32_t) * (size_t)(nreq + 1), st);
 			strata_dev_copy(dev, dlim, hlim, sizeof(int32_t) * (size_t)nrows, st);
-			p.q = dq;
+			p.q = use_q8 ? NULL : dq;
+			p.q8 = dq8;
 			p.w = dw;
 			p.page_table = dpt;
 			p.req_rows = drr;
@@ -501,7 +520,8 @@ int strata_bench_indexer(int argc, char **argv)
 					int r = rows_to_check[c];
 					res.checked++;
 					res.check_ok &= check_row(&p, hpages, slot_pages, r, r / R, keys, hq,
-								  hw, gids + (size_t)r * K, gsc + (size_t)r * K);
+								  hq8, hw, gids + (size_t)r * K,
+								  gsc + (size_t)r * K);
 				}
 				if (!res.check_ok)
 					rc = 1;
@@ -516,7 +536,7 @@ int strata_bench_indexer(int argc, char **argv)
 				} else if (gpu && nreq >= 8) {
 					target = eff >= 0.7 ? ">=0.7 ok" : ">=0.7 MISS";
 				}
-				bench_out_row(out, "fmt", fmt ? "fp8" : "mxfp4",
+				bench_out_row(out, "fmt", fmt ? "fp8" : "mxfp4", "q", use_q8 ? "fp8" : "bf16",
 					      "ctx", bench_fmt("%.0f", (double)ctx[ci]),
 					      "batch", bench_fmt("%.0f", nreq), "rows", bench_fmt("%.0f", R),
 					      "idx_us", bench_fmt("%.1f", res.idx_us),
@@ -540,6 +560,7 @@ int strata_bench_indexer(int argc, char **argv)
 			}
 		point_done:
 			strata_dev_free(dev, dq);
+			strata_dev_free(dev, dq8);
 			strata_dev_free(dev, dw);
 			strata_dev_free(dev, dpt);
 			strata_dev_free(dev, drr);
@@ -550,6 +571,7 @@ int strata_bench_indexer(int argc, char **argv)
 			strata_dev_free(dev, gB);
 			strata_dev_free(dev, gC);
 			free(hq);
+			free(hq8);
 			free(hw);
 			free(hpt);
 			free(hrr);

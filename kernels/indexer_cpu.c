@@ -25,7 +25,7 @@ int idx_check_params(const strata_indexer_params *p)
 	if (p->n_rows > 0 && (!p->req_rows || !p->row_limit || !p->out_ids))
 		return -EINVAL;
 	if (p->n_rows > 0 && p->max_limit > p->topk &&
-	    (!p->q || !p->w || !p->pages || !p->page_table))
+	    ((!p->q && !p->q8) || !p->w || !p->pages || !p->page_table))
 		return -EINVAL;
 	if (p->cut_out && (p->cut_epoch < 1 || p->cut_epoch >= ((uint64_t)1 << 40)))
 		return -EINVAL;
@@ -328,8 +328,10 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 		}
 		if (!maxlim)
 			continue;
-		for (size_t e = 0; e < (size_t)nr * p->heads * IDX_DIM; e++)
-			qf[e] = codec_bf16_decode(p->q[(size_t)r0 * p->heads * IDX_DIM + e]);
+		for (size_t e = 0; e < (size_t)nr * p->heads * IDX_DIM; e++) {
+			const size_t at = (size_t)r0 * p->heads * IDX_DIM + e;
+			qf[e] = p->q8 ? codec_e4m3_decode(p->q8[at]) : codec_bf16_decode(p->q[at]);
+		}
 		/* each key is dequantised once and scored for every row of the request */
 		for (int j = 0; j < maxlim; j++) {
 			int32_t page = p->page_table[(size_t)req * p->max_pages + j / p->B];

@@ -191,7 +191,7 @@ float strata_bf16_decode(uint16_t b);
  * page_table[i][j / B] at offset j % B, page p at pages + p * B * entry_bytes(fmt).
  * Row r sees the candidates j < row_limit[r] (= (t+1) div 4) and scores them as
  *   score(r, j) = s_j * sum_h w[r][h] * ReLU(q[r][h] . k_j)
- * with q in bf16 and k_j dequantised exactly (MXFP4: e2m1 x group scale folded into
+ * with q in bf16 (or FP8: q8 below) and k_j dequantised exactly (MXFP4: e2m1 x group scale folded into
  * the value; FP8: e4m3 values, s_j the key's fp32 scale; s_j = 1 for MXFP4). Products
  * are exact in fp32, so backends differ only by summation order (last bits).
  * Selection: the k = min(topk, limit) entries with the highest scores, ties broken
@@ -218,6 +218,17 @@ typedef struct strata_indexer_params {
 	int max_rows;               /* >= rows of any request, 1..STRATA_INDEXER_MAX_ROWS */
 	int max_limit;              /* >= every row_limit; fixes launch shapes / scratch */
 	const uint16_t *q;          /* [n_rows][heads][128] bf16 */
+	/* Or NULL: FP8 queries, [n_rows][heads][128] e4m3 bytes, used instead of q (q
+	 * is then not read), as V4's indexer quantises them; the caller folds their
+	 * scale into w (FORMATS.md section 4: ReLU(c z) = c ReLU(z) for c > 0).
+	 * Scores are those of the bf16 query with the same values. With MXFP4 keys
+	 * the GPU widens them to bf16 (exact) and nothing else changes. With FP8 keys
+	 * it multiplies the bytes on FP8 tensor cores (mma m16n8k32, no dequantising),
+	 * whose sums are not IEEE fp32: Hopper keeps 13 mantissa bits while it adds,
+	 * so scores can differ from the CPU twin's by up to ~1e-3 of
+	 * sum_h |w_h| sum_d |q_hd k_jd| (still the same on every call and equal for
+	 * equal keys). 16-byte alignment is faster; any alignment works. */
+	const uint8_t *q8;
 	const float *w;             /* [n_rows][heads] */
 	const int32_t *req_rows;    /* [n_req + 1] row offsets, req_rows[0] == 0 */
 	const int32_t *row_limit;   /* [n_rows] */

@@ -16,11 +16,14 @@
 #include "indexer_tdata.h"
 
 #define TOL_REL 2e-5
+/* FP8 queries with FP8 keys run on FP8 tensor cores, which add with 13 mantissa bits
+ * (kernels.h, q8): a looser bound for that path, the same rule. */
+#define TOL_REL_F8F8 1e-3
 
 static strata_dev *dev;
 
 typedef struct dcopy {
-	void *pages, *pt, *q, *w, *rr, *lim, *ids, *sc, *scratch;
+	void *pages, *pt, *q, *q8, *w, *rr, *lim, *ids, *sc, *scratch;
 } dcopy;
 
 static void *to_dev(const void *h, size_t n)
@@ -42,6 +45,7 @@ static void run_gpu(td *t, int32_t *gids, float *gsc, int reps)
 	d.pages = to_dev(t->pages, (size_t)t->n_pages * p.B * eb);
 	d.pt = to_dev(t->pt, sizeof(int32_t) * (size_t)p.n_req * p.max_pages);
 	d.q = to_dev(t->q, sizeof(uint16_t) * (size_t)R * p.heads * 128);
+	d.q8 = to_dev(t->q8, t->q8 ? (size_t)R * p.heads * 128 : 0);
 	d.w = to_dev(t->w, sizeof(float) * (size_t)R * p.heads);
 	d.rr = to_dev(t->req_rows, sizeof(int32_t) * (size_t)(p.n_req + 1));
 	d.lim = to_dev(t->limits, sizeof(int32_t) * (size_t)R);
@@ -49,7 +53,8 @@ static void run_gpu(td *t, int32_t *gids, float *gsc, int reps)
 	d.sc = to_dev(NULL, sizeof(float) * (size_t)R * p.topk);
 	p.pages = d.pages;
 	p.page_table = d.pt;
-	p.q = d.q;
+	p.q = t->q8 ? NULL : d.q; /* FP8 queries: q must not be read */
+	p.q8 = t->q8 ? d.q8 : NULL;
 	p.w = d.w;
 	p.req_rows = d.rr;
 	p.row_limit = d.lim;
@@ -158,7 +163,7 @@ static int check_case(td *t, int strict, const char *what)
 		char why[256] = "";
 		if (lim > k)
 			td_ref_scores(t, r, ref, &mag);
-		double tol = TOL_REL * mag + 1e-30;
+		double tol = (t->q8 && p->fmt == STRATA_INDEX_FP8 ? TOL_REL_F8F8 : TOL_REL) * mag + 1e-30;
 		const int32_t *gi = gids + (size_t)r * k, *ci = t->ids + (size_t)r * k;
 		int s = td_check_row(lim, k, gi, gsc + (size_t)r * k, ref, tol, strict, why, sizeof why);
 		ck_assert_msg(s >= 0, "%s: GPU row %d (limit %d): %s", what, r, lim, why);
@@ -301,6 +306,63 @@ START_TEST(odd_geometry)
 }
 END_TEST
 
+/* FP8 queries (strata_indexer_params.q8). With MXFP4 keys they are widened to bf16:
+ * the result must be bit-identical to the bf16 call with the same values. With FP8
+ * keys the FP8 tensor-core path runs: within its stated tolerance of the twin and the
+ * reference, and exact ties still go to the lowest ids, bit for bit. */
+START_TEST(fp8_queries)
+{
+	int rows_of[3] = { 1, 4, 2 };
+	int lim[7] = { 20000, 513, 2049, 777, 65536, 1, 40001 };
+	for (int f = 0; f < 2; f++)
+		for (int m = 0; m < 2; m++) {
+			td t;
+			char what[64];
+			snprintf(what, sizeof what, "q8 %s %s", f ? "fp8" : "mxfp4",
+				 m ? "clustered" : "random");
+			td_make(&t, (strata_index_fmt)f, 64, 512, 3, rows_of, lim, 64, 400 + 10 * f + m,
+				m ? TD_CLUSTERED : TD_RANDOM);
+			td_use_q8(&t);
+			size_t n = (size_t)t.p.n_rows * t.p.topk;
+			int32_t *g8 = malloc(sizeof(int32_t) * n), *gb = malloc(sizeof(int32_t) * n);
+			float *s8 = malloc(sizeof(float) * n), *sb = malloc(sizeof(float) * n);
+			run_gpu(&t, g8, s8, 1);
+			if (f == 0) { /* the same values as bf16 queries: the same bits */
+				uint8_t *keep = t.q8;
+				t.q8 = NULL;
+				t.p.q8 = NULL;
+				run_gpu(&t, gb, sb, 1);
+				t.q8 = keep;
+				t.p.q8 = keep;
+				ck_assert_msg(!memcmp(g8, gb, sizeof(int32_t) * n) &&
+						      !memcmp(s8, sb, sizeof(float) * n),
+					      "%s: FP8 queries differ from the same bf16 queries", what);
+			}
+			check_case(&t, 0, what);
+			free(g8);
+			free(gb);
+			free(s8);
+			free(sb);
+			td_free(&t);
+		}
+	for (int mode = 0; mode < 2; mode++) { /* exact ties on the FP8 tensor-core path */
+		int rows = 3, lt[3] = { 3000, 40000, 1025 };
+		td t;
+		td_make(&t, STRATA_INDEX_FP8, 64, 1024, 1, &rows, lt, 64, 5,
+			mode ? TD_NEGATIVE : TD_EQUAL);
+		td_use_q8(&t);
+		check_case(&t, 1, mode ? "q8 fp8 all-relu-zero" : "q8 fp8 all-equal");
+		td_free(&t);
+	}
+	int rows = 1, lim1 = 262144; /* 1M tokens */
+	td t;
+	td_make(&t, STRATA_INDEX_FP8, 64, 512, 1, &rows, &lim1, 64, 13, TD_RANDOM);
+	td_use_q8(&t);
+	check_case(&t, 0, "q8 1M fp8 top-512");
+	td_free(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -311,6 +373,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, adversarial_ties);
 	tcase_add_test(tc, odd_geometry);
 	tcase_add_test(tc, long_context);
+	tcase_add_test(tc, fp8_queries);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -25,6 +25,7 @@ typedef struct td {
 	int n_pages;
 	int32_t *pt, *req_rows, *limits, *ids;
 	uint16_t *q;
+	uint8_t *q8; /* or NULL: FP8 queries (td_use_q8); q then holds their values */
 	float *w, *scores;
 	float *keys; /* [n_pages * B][128] the floats that were encoded (by physical slot) */
 } td;
@@ -184,6 +185,7 @@ static void td_free(td *t)
 	free(t->req_rows);
 	free(t->limits);
 	free(t->q);
+	free(t->q8);
 	free(t->w);
 	free(t->ids);
 	free(t->scores);
@@ -199,6 +201,23 @@ static int td_req_of_row(const td *t, int r)
 
 /* Double-precision scores of row r for j < limit, and the row's magnitude bound
  * M = max_j s_j * sum_h |w_h| * sum_d |q_hd k_jd| (the scale of rounding error). */
+/* Switches t to FP8 queries: each query value rounded to e4m3 (x 16 first, so typical
+ * values keep their precision; the 1/16 goes into w, a power of two), and q rewritten
+ * to hold exactly those values, so the bf16 path, the FP8 path and the reference all
+ * score the same numbers. */
+static inline void td_use_q8(td *t)
+{
+	size_t n = (size_t)(t->p.n_rows ? t->p.n_rows : 1) * t->p.heads * 128;
+	t->q8 = malloc(n);
+	for (size_t i = 0; i < n; i++) {
+		t->q8[i] = codec_e4m3_encode(16.0f * codec_bf16_decode(t->q[i]));
+		t->q[i] = codec_bf16_encode(codec_e4m3_decode(t->q8[i]));
+	}
+	for (size_t i = 0; i < (size_t)(t->p.n_rows ? t->p.n_rows : 1) * t->p.heads; i++)
+		t->w[i] *= 1.0f / 16.0f;
+	t->p.q8 = t->q8;
+}
+
 static void td_ref_scores(const td *t, int r, double *sc, double *mag)
 {
 	const strata_indexer_params *p = &t->p;
