@@ -392,7 +392,8 @@ int strata_bench_indexer(int argc, char **argv)
 			strata_dev_copy(dev, dpt, hpt, sizeof(int32_t) * (size_t)nreq * ppr, st);
 			strata_dev_copy(dev, drr, hrr, sizeof(int32_t) * (size_t)(nreq + 1), st);
 			strata_dev_copy(dev, dlim, hlim, sizeof(int32_t) * (size_t)nrows, st);
-			p.q = use_q8 ? NULL : dq;
+			p.q = dq; /* the same values in bf16: read by the baselines, not by the
+				   * indexer when q8 is set */
 			p.q8 = dq8;
 			p.w = dw;
 			p.page_table = dpt;
