@@ -33,6 +33,7 @@
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cub/block/block_scan.cuh>
@@ -54,7 +55,6 @@ constexpr int kThreads = 128; /* scan CTA: 4 warps */
 constexpr int kWarps = kThreads / 32;
 constexpr int kUnit = kWarps * 32; /* keys a scan CTA scores per step (32 per warp) */
 constexpr int kQStride = 136; /* bf16 per query head row in smem: +16 B keeps ldmatrix conflict-free */
-constexpr int kQ8Stride = 144; /* bytes per FP8 query head row in smem (FP8 keys), the same +16 B */
 
 struct Args {
 	int heads, mt, topk, max_limit, max_pages, B, b_shift, lim_cap;
@@ -127,26 +127,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* FP8 x FP8 into fp32 (Hopper adds with 13 mantissa bits: kernels.h, q8) */
-__device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-					 uint32_t b1)
-{
-	asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
-	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void mma_e4m3_zc(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-					    uint32_t b1)
-{
-	const float z = 0.0f;
-	asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
-	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
-	    : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
 }
 
 /* atomicAdd(addr, 1) for every lane that calls it with on set, as one atomic per
@@ -349,57 +329,48 @@ __device__ __forceinline__ void load_step(const Args &a, const int32_t *pt, int 
 
 /* Registers: MXFP4 with one row fits 128 (4 CTAs per SM) without spilling; FP8's raw
  * prefetch is twice MXFP4's, and more rows need more, so those take 3 CTAs per SM. */
-template <int FMT, int R, bool Q8> constexpr int scan_min_ctas()
+template <int FMT, int R> constexpr int scan_min_ctas()
 {
 	return FMT == STRATA_INDEX_MXFP4 && R == 1 ? 4 : 3;
 }
 
-/* Q8 with FP8 keys: the FP8 x FP8 tensor-core path (F8F8 below). */
-template <int FMT, bool Q8> constexpr bool f8f8()
-{
-	return Q8 && FMT == STRATA_INDEX_FP8;
-}
-
-/* Shared bytes of one row's staged query: bf16 rows of kQStride, or (F8F8) byte rows of
- * kQ8Stride. */
-template <int FMT, bool Q8> __host__ __device__ constexpr int q_row_bytes()
-{
-	return f8f8<FMT, Q8>() ? kQ8Stride : kQStride * 2;
-}
-
-/* 8 query dims d0.. of an FP8 query as bf16 bits (exact: e4m3 values are bf16 values). */
+/* 8 query dims of an FP8 query as bf16 bits, exactly (e4m3 values are fp16 and bf16
+ * values): the hardware's e4m3x2 -> f16x2 conversion, then f16 -> f32, whose top half is
+ * the bf16. */
 __device__ __forceinline__ uint4 q8_as_bf16(const uint8_t *src, bool vec)
 {
-	uint8_t b[8];
+	uint16_t b2[4];
 	if (vec) {
 		const uint2 x = __ldg(reinterpret_cast<const uint2 *>(src));
-		memcpy(b, &x, 8);
+		memcpy(b2, &x, 8);
 	} else {
 #pragma unroll
-		for (int e = 0; e < 8; e++)
-			b[e] = src[e];
+		for (int e = 0; e < 4; e++)
+			b2[e] = (uint16_t)(src[2 * e] | (src[2 * e + 1] << 8));
 	}
 	uint16_t t[8];
 #pragma unroll
-	for (int e = 0; e < 8; e++)
-		t[e] = (uint16_t)(__float_as_uint(codec_e4m3_decode(b[e])) >> 16);
+	for (int e = 0; e < 4; e++) {
+		const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)b2[e], __NV_E4M3);
+		const __half2 h = *reinterpret_cast<const __half2 *>(&hr);
+		t[2 * e] = (uint16_t)(__float_as_uint(__low2float(h)) >> 16);
+		t[2 * e + 1] = (uint16_t)(__float_as_uint(__high2float(h)) >> 16);
+	}
 	uint4 r;
 	memcpy(&r, t, 16);
 	return r;
 }
 
 /* R query rows of one request, MTC m-tiles of 16 heads (0: a.mt, not unrolled); Q8:
- * FP8 queries (a.q8). */
+ * FP8 queries (a.q8), widened to bf16 as they are staged. */
 template <int FMT, int R, int MTC, bool Q8>
-__global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R, Q8>())) scan_kernel_v2(Args a)
+__global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kernel_v2(Args a)
 {
-	constexpr bool F8F8 = f8f8<FMT, Q8>();
 	extern __shared__ __align__(16) unsigned char smem[];
 	const int MT = MTC > 0 ? MTC : a.mt, MH = MT * 16;
 	const int qelems = MH * kQStride;
-	const int qrow = MH * q_row_bytes<FMT, Q8>(); /* bytes of one row's query */
 	uint16_t *qs = reinterpret_cast<uint16_t *>(smem);                 /* [R][MH][kQStride] */
-	float *ws = reinterpret_cast<float *>(smem + (size_t)R * qrow);      /* [R][MH] */
+	float *ws = reinterpret_cast<float *>(smem + (size_t)R * qelems * 2); /* [R][MH] */
 	uint32_t *hs = reinterpret_cast<uint32_t *>(ws + R * MH);          /* [R][IDX_BINS] */
 
 	const int req = blockIdx.y;
@@ -427,35 +398,6 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R, Q8>())) scan_
 	for (int i = 0; i < R; i++) {
 		if (!lim[i])
 			continue;
-		if constexpr (F8F8) { /* 16 query bytes a vector, 4 words to their k-step slots */
-			const uint8_t *qg = a.q8 + (size_t)(r0 + i) * a.heads * IDX_DIM;
-			uint32_t *rows = reinterpret_cast<uint32_t *>(smem + (size_t)i * qrow);
-			for (int v = tid; v < MH * (IDX_DIM / 16); v += kThreads) {
-				const int h = v >> 3, m = v & 7;
-				uint32_t wd[4] = { 0, 0, 0, 0 };
-				if (h < a.heads) {
-					const uint8_t *src = qg + (size_t)h * IDX_DIM + 16 * m;
-					if (qvec) {
-						const uint4 x = __ldg(reinterpret_cast<const uint4 *>(src));
-						wd[0] = x.x, wd[1] = x.y, wd[2] = x.z, wd[3] = x.w;
-					} else {
-						uint8_t b[16];
-#pragma unroll
-						for (int e = 0; e < 16; e++)
-							b[e] = src[e];
-						memcpy(wd, b, 16);
-					}
-				}
-#pragma unroll
-				for (int e = 0; e < 4; e++)
-					rows[h * (kQ8Stride / 4) + idx_q8_word_at(4 * m + e)] = wd[e];
-			}
-			for (int h = tid; h < MH; h += kThreads)
-				ws[i * MH + h] = h < a.heads ? a.w[(size_t)(r0 + i) * a.heads + h] : 0.0f;
-			for (int b = tid; b < IDX_BINS; b += kThreads)
-				hs[i * IDX_BINS + b] = 0;
-			continue;
-		}
 		const uint16_t *qg = a.q + (size_t)(r0 + i) * a.heads * IDX_DIM;
 		const uint8_t *qg8 = Q8 ? a.q8 + (size_t)(r0 + i) * a.heads * IDX_DIM : nullptr;
 		const int nv = MH * (IDX_DIM / 8); /* 8 dims per vector */
@@ -507,9 +449,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R, Q8>())) scan_
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
 	const uint32_t qs_base = (uint32_t)__cvta_generic_to_shared(qs);
 	const int mat = lane >> 3;
-	const uint32_t lds_off =
-		F8F8 ? (uint32_t)(((mat & 1) * 8 + (lane & 7)) * kQ8Stride + (mat >> 1) * 16)
-		     : (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
+	const uint32_t lds_off = (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
 	const int ekey = (g >> 1) * 8 + 2 * c + (g & 1); /* the key this lane ends with */
 	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
 
@@ -519,19 +459,10 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R, Q8>())) scan_
 	load_step<FMT>(a, pt, kb, maxlim, g, c, ekey, raw, ks);
 
 	for (; kb < maxlim; kb += kstride) { /* warp-uniform */
-		uint32_t bf[4][16]; /* bf16 B fragments, or (F8F8) the key bytes themselves */
+		uint32_t bf[4][16];
 #pragma unroll
-		for (int nt = 0; nt < 4; nt++) {
-			if constexpr (F8F8) {
-				const uint4 v0 = raw[nt].v0, v1 = raw[nt].v1;
-				const uint32_t w8[8] = { v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w };
-#pragma unroll
-				for (int j = 0; j < 8; j++)
-					bf[nt][j] = w8[j];
-			} else {
-				convert<FMT>(raw[nt], bf[nt]);
-			}
-		}
+		for (int nt = 0; nt < 4; nt++)
+			convert<FMT>(raw[nt], bf[nt]);
 		const float kscale = ks;
 		if (kb + kstride < maxlim)
 			load_step<FMT>(a, pt, kb + kstride, maxlim, g, c, ekey, raw, ks);
@@ -541,35 +472,22 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R, Q8>())) scan_
 				continue;
 			/* part[2 nt + h]: this lane's heads' share of key 8 nt + 2c + h */
 			float part[8];
-			const uint32_t qa = qs_base + (uint32_t)(i * qrow) + lds_off;
+			const uint32_t qa = qs_base + (uint32_t)(i * qelems * 2) + lds_off;
 			const float *wr = ws + i * MH + g;
 			auto mtile = [&](int m, bool first) {
 				float acc[4][4];
 				uint32_t af[4];
-				const uint32_t qm = qa + (uint32_t)(m * 16 * q_row_bytes<FMT, Q8>());
+				const uint32_t qm = qa + (uint32_t)(m * 16 * kQStride * 2);
 				ldsm_x4(af, qm);
-				if constexpr (F8F8) { /* 4 k-steps of 32 dims, the key's own bytes */
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+					mma_bf16_zc(acc[nt], af, bf[nt][0], bf[nt][1]);
+#pragma unroll
+				for (int s = 1; s < 8; s++) {
+					ldsm_x4(af, qm + (uint32_t)(s * 32));
 #pragma unroll
 					for (int nt = 0; nt < 4; nt++)
-						mma_e4m3_zc(acc[nt], af, bf[nt][0], bf[nt][1]);
-#pragma unroll
-					for (int s = 1; s < 4; s++) {
-						ldsm_x4(af, qm + (uint32_t)(s * 32));
-#pragma unroll
-						for (int nt = 0; nt < 4; nt++)
-							mma_e4m3(acc[nt], af, bf[nt][2 * s], bf[nt][2 * s + 1]);
-					}
-				} else {
-#pragma unroll
-					for (int nt = 0; nt < 4; nt++)
-						mma_bf16_zc(acc[nt], af, bf[nt][0], bf[nt][1]);
-#pragma unroll
-					for (int s = 1; s < 8; s++) {
-						ldsm_x4(af, qm + (uint32_t)(s * 32));
-#pragma unroll
-						for (int nt = 0; nt < 4; nt++)
-							mma_bf16(acc[nt], af, bf[nt][2 * s], bf[nt][2 * s + 1]);
-					}
+						mma_bf16(acc[nt], af, bf[nt][2 * s], bf[nt][2 * s + 1]);
 				}
 				/* acc[nt]: c0,c1 = head 16m+g, keys 2c,2c+1; c2,c3 = head 16m+g+8 */
 				const float wlo = wr[m * 16], whi = wr[m * 16 + 8];
@@ -1193,7 +1111,7 @@ template <int FMT, int R, int V, bool Q8>
 cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st)
 {
 	auto kern = scan_fn<FMT, R, V, Q8>();
-	size_t smem = (size_t)R * a.mt * 16 * q_row_bytes<FMT, Q8>() + (size_t)R * a.mt * 16 * 4 +
+	size_t smem = (size_t)R * a.mt * 16 * kQStride * 2 + (size_t)R * a.mt * 16 * 4 +
 		      (size_t)R * IDX_BINS * 4;
 	cudaError_t e;
 	if (smem > 48 * 1024) {

@@ -65,17 +65,6 @@ STRATA_HD uint32_t idx_fp8_pair_bits(uint32_t word, int sub)
 }
 #define IDX_FP8_PAIR_SCALE_BITS 0x7B80u /* bf16 2^120 */
 
-/* FP8 queries with FP8 keys (the GPU's FP8 tensor-core scan, mma m16n8k32): in k-step
- * s (0..3) lane quarter c feeds the key's words 8c + 2s and 8c + 2s + 1 (dims
- * 32c + 8s .. +8 of its 32-byte load) as the B fragment's k 4c..4c+3 and 16+4c..+3,
- * so query word wq = 8c + 2s + u (dims 4 wq .. +4) sits at word 8s + 4u + c of its
- * head's shared-memory row (k-step s = bytes 32s .. 32s+31). */
-STRATA_HD int idx_q8_word_at(int wq)
-{
-	const int c = wq >> 3, s = (wq >> 1) & 3, u = wq & 1;
-	return 8 * s + 4 * u + c;
-}
-
 /* Key dim of pair p's half h (0 low, 1 high) in quarter c. */
 STRATA_HD int idx_dim_of_pair(strata_index_fmt fmt, int c, int p, int h)
 {

@@ -221,13 +221,10 @@ typedef struct strata_indexer_params {
 	/* Or NULL: FP8 queries, [n_rows][heads][128] e4m3 bytes, used instead of q (q
 	 * is then not read), as V4's indexer quantises them; the caller folds their
 	 * scale into w (FORMATS.md section 4: ReLU(c z) = c ReLU(z) for c > 0).
-	 * Scores are those of the bf16 query with the same values. With MXFP4 keys
-	 * the GPU widens them to bf16 (exact) and nothing else changes. With FP8 keys
-	 * it multiplies the bytes on FP8 tensor cores (mma m16n8k32, no dequantising),
-	 * whose sums are not IEEE fp32: Hopper keeps 13 mantissa bits while it adds,
-	 * so scores can differ from the CPU twin's by up to ~1e-3 of
-	 * sum_h |w_h| sum_d |q_hd k_jd| (still the same on every call and equal for
-	 * equal keys). 16-byte alignment is faster; any alignment works. */
+	 * Both backends widen them to bf16 (exact), so every result is bit-identical
+	 * to the call with q holding the same values. (Hopper has no FP8 mma.sync:
+	 * the m16n8k32 e4m3 form is emulated through fp16 and measured slower than
+	 * this; FP8 tensor cores need wgmma.) 8-byte alignment is faster; any works. */
 	const uint8_t *q8;
 	const float *w;             /* [n_rows][heads] */
 	const int32_t *req_rows;    /* [n_req + 1] row offsets, req_rows[0] == 0 */

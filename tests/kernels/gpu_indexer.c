@@ -16,9 +16,6 @@
 #include "indexer_tdata.h"
 
 #define TOL_REL 2e-5
-/* FP8 queries with FP8 keys run on FP8 tensor cores, which add with 13 mantissa bits
- * (kernels.h, q8): a looser bound for that path, the same rule. */
-#define TOL_REL_F8F8 1e-3
 
 static strata_dev *dev;
 
@@ -163,7 +160,7 @@ static int check_case(td *t, int strict, const char *what)
 		char why[256] = "";
 		if (lim > k)
 			td_ref_scores(t, r, ref, &mag);
-		double tol = (t->q8 && p->fmt == STRATA_INDEX_FP8 ? TOL_REL_F8F8 : TOL_REL) * mag + 1e-30;
+		double tol = TOL_REL * mag + 1e-30;
 		const int32_t *gi = gids + (size_t)r * k, *ci = t->ids + (size_t)r * k;
 		int s = td_check_row(lim, k, gi, gsc + (size_t)r * k, ref, tol, strict, why, sizeof why);
 		ck_assert_msg(s >= 0, "%s: GPU row %d (limit %d): %s", what, r, lim, why);
@@ -306,10 +303,10 @@ START_TEST(odd_geometry)
 }
 END_TEST
 
-/* FP8 queries (strata_indexer_params.q8). With MXFP4 keys they are widened to bf16:
- * the result must be bit-identical to the bf16 call with the same values. With FP8
- * keys the FP8 tensor-core path runs: within its stated tolerance of the twin and the
- * reference, and exact ties still go to the lowest ids, bit for bit. */
+/* FP8 queries (strata_indexer_params.q8), widened to bf16 as they are staged: the
+ * result must be bit-identical to the bf16 call with the same values, for both key
+ * formats, and agree with the twin and the reference as any call does; exact ties
+ * still go to the lowest ids, bit for bit. */
 START_TEST(fp8_queries)
 {
 	int rows_of[3] = { 1, 4, 2 };
@@ -327,7 +324,7 @@ START_TEST(fp8_queries)
 			int32_t *g8 = malloc(sizeof(int32_t) * n), *gb = malloc(sizeof(int32_t) * n);
 			float *s8 = malloc(sizeof(float) * n), *sb = malloc(sizeof(float) * n);
 			run_gpu(&t, g8, s8, 1);
-			if (f == 0) { /* the same values as bf16 queries: the same bits */
+			{ /* the same values as bf16 queries: the same bits */
 				uint8_t *keep = t.q8;
 				t.q8 = NULL;
 				t.p.q8 = NULL;
@@ -345,7 +342,7 @@ START_TEST(fp8_queries)
 			free(sb);
 			td_free(&t);
 		}
-	for (int mode = 0; mode < 2; mode++) { /* exact ties on the FP8 tensor-core path */
+	for (int mode = 0; mode < 2; mode++) { /* exact ties */
 		int rows = 3, lt[3] = { 3000, 40000, 1025 };
 		td t;
 		td_make(&t, STRATA_INDEX_FP8, 64, 1024, 1, &rows, lt, 64, 5,

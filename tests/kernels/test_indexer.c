@@ -185,42 +185,6 @@ START_TEST(fp8_queries)
 }
 END_TEST
 
-/* The FP8 tensor-core scan's query layout, emulated: for random query and key bytes,
- * the mma's sum over k-steps and fragment positions (A from the shared row that
- * idx_q8_word_at fills, B from each lane quarter's words) is the plain dot product. */
-START_TEST(q8_fragment_layout)
-{
-	uint64_t seed = 77;
-	uint8_t q[128], k[128], row[128];
-	int seen[32] = { 0 };
-	for (int wq = 0; wq < 32; wq++) {
-		int at = idx_q8_word_at(wq);
-		ck_assert(at >= 0 && at < 32);
-		ck_assert_int_eq(seen[at]++, 0); /* a permutation of the row's words */
-	}
-	for (int rep = 0; rep < 20; rep++) {
-		for (int d = 0; d < 128; d++) {
-			q[d] = (uint8_t)(tu_next(&seed) % 7);
-			k[d] = (uint8_t)(tu_next(&seed) % 7);
-		}
-		for (int wq = 0; wq < 32; wq++)
-			memcpy(row + 4 * idx_q8_word_at(wq), q + 4 * wq, 4);
-		long want = 0, got = 0;
-		for (int d = 0; d < 128; d++)
-			want += (long)q[d] * k[d];
-		for (int s = 0; s < 4; s++)
-			for (int c = 0; c < 4; c++)
-				for (int half = 0; half < 2; half++) {
-					/* B word: key word 8c + 2s + half; mma k = 16 half + 4c + t */
-					const uint8_t *kb = k + 4 * (8 * c + 2 * s + half);
-					for (int t = 0; t < 4; t++)
-						got += (long)row[32 * s + 16 * half + 4 * c + t] * kb[t];
-				}
-		ck_assert_int_eq(got, want);
-	}
-}
-END_TEST
-
 START_TEST(scratch_and_errors)
 {
 	int rows = 2, lim[2] = { 900, 700 };
@@ -370,7 +334,6 @@ static Suite *suite(void)
 	tcase_add_test(tc, random_batches);
 	tcase_add_test(tc, scratch_and_errors);
 	tcase_add_test(tc, fp8_queries);
-	tcase_add_test(tc, q8_fragment_layout);
 	tcase_add_test(tc, gpu_register_layout);
 	tcase_add_test(tc, ordering_keys);
 	suite_add_tcase(s, tc);
