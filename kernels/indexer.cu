@@ -574,20 +574,28 @@ struct SelSmem {
 	uint32_t above, dabove, n_t, n_c;
 };
 
-/* Cut of a histogram (NB bins per thread, kFThreads threads): the highest bin with
- * count(bin >= it) >= need to *bin, count(bin > it) to *above. The caller sets *bin = -1
- * and synchronises before; synchronises after. Reads through L2 (other CTAs wrote it). */
-template <int NB>
-__device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
-					 FScan::TempStorage &tmp, int *bin, uint32_t *above_out)
+/* This thread's NB counts of a histogram for find_cut_of, read through L2 (other CTAs
+ * wrote it). */
+template <int NB> __device__ __forceinline__ void cut_counts(const uint32_t *hist, uint32_t (&cnt)[NB])
 {
 	const int grp = kFThreads - 1 - (int)threadIdx.x;
-	uint32_t cnt[NB], sum = 0;
 #pragma unroll
-	for (int b = 0; b < NB; b++) {
+	for (int b = 0; b < NB; b++)
 		cnt[b] = __ldcg(hist + grp * NB + b);
+}
+
+/* Cut of a histogram (NB bins per thread, kFThreads threads; this thread's counts from
+ * cut_counts): the highest bin with count(bin >= it) >= need to *bin, count(bin > it)
+ * to *above. The caller sets *bin = -1 and synchronises before; synchronises after. */
+template <int NB>
+__device__ __forceinline__ void find_cut_of(const uint32_t (&cnt)[NB], uint32_t need,
+					    FScan::TempStorage &tmp, int *bin, uint32_t *above_out)
+{
+	const int grp = kFThreads - 1 - (int)threadIdx.x;
+	uint32_t sum = 0;
+#pragma unroll
+	for (int b = 0; b < NB; b++)
 		sum += cnt[b];
-	}
 	uint32_t above;
 	FScan(tmp).ExclusiveSum(sum, above);
 #pragma unroll
@@ -598,6 +606,16 @@ __device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
 		}
 		above += cnt[b];
 	}
+}
+
+/* find_cut_of, reading the counts first. */
+template <int NB>
+__device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
+					 FScan::TempStorage &tmp, int *bin, uint32_t *above_out)
+{
+	uint32_t cnt[NB];
+	cut_counts<NB>(hist, cnt);
+	find_cut_of<NB>(cnt, need, tmp, bin, above_out);
 }
 
 /* Float value of an ordered fp16 pattern (the inverse of bucket_of's map). */
@@ -756,13 +774,20 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 	__syncthreads();
 	int32_t id[PER];
 	uint32_t bk[PER], pos[PER];
+	float sv[PER]; /* each id's score, read now: the sort's barriers cover its latency */
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	const float *sc = a.scores + (size_t)row * a.sstride;
 #pragma unroll
 	for (int j = 0; j < PER; j++) {
 		const int i = tid + j * kFThreads;
 		id[j] = i < k ? sm.ids[i] : -1;
+		sv[j] = 0.0f;
 		if (id[j] >= 0 && id[j] < L) {
 			bk[j] = (uint32_t)id[j] >> shift;
 			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
+			if (osc)
+				sv[j] = __ldcg(sc + id[j]);
 		} else {
 			id[j] = -1;
 		}
@@ -786,9 +811,6 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 		if (id[j] >= 0)
 			by[cnt[bk[j]] + pos[j]] = id[j];
 	__syncthreads();
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	const float *sc = a.scores + (size_t)row * a.sstride;
 #pragma unroll
 	for (int j = 0; j < PER; j++) {
 		if (id[j] < 0)
@@ -799,7 +821,7 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 			at += by[q] < id[j];
 		oid[at] = id[j];
 		if (osc)
-			osc[at] = __ldcg(sc + id[j]);
+			osc[at] = sv[j];
 	}
 	for (int i = (int)total + tid; i < k; i += kFThreads) {
 		oid[i] = -1;
@@ -832,13 +854,14 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 		const uint32_t i = tid + j * kFThreads;
 		ck[j] = i < pre ? __ldcg(cl + i) : 0ull;
 	}
+	uint32_t h2c[IDX_BINS2 / kFThreads]; /* the second-level counts, read with the rest */
+	cut_counts<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, h2c);
 	for (int i = tid; i < k; i += kFThreads)
 		sm.ids[i] = i < (int)above1 ? __ldcg(a.sel + (size_t)row * k + i) : INT_MAX;
 	if (tid == 0)
 		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
 	__syncthreads();
-	find_cut<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, (uint32_t)k - above1, tmp,
-					&sm.bin, &sm.above);
+	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
 	__syncthreads();
 	const int b2s = sm.bin;
 	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
