@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 		return; /* whole CTA */
 
 	const int tid = threadIdx.x;
-	const bool qvec = Q8 ? ((uintptr_t)a.q8 & 15) == 0 : ((uintptr_t)a.q & 15) == 0;
+	const bool qvec = Q8 ? ((uintptr_t)a.q8 & 7) == 0 : ((uintptr_t)a.q & 15) == 0; /* 8 or 16-byte loads */
 #pragma unroll
 	for (int i = 0; i < R; i++) {
 		if (!lim[i])
