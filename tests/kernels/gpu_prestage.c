@@ -501,98 +501,65 @@ START_TEST(indexer_after_scan_end_to_end)
 			ck_assert(entry_eq(gst, 64, -2 - (int64_t)out2[i], c.host, 64,
 					   c.row_base[i / 512] + ids1[i]));
 
-	/* Staging inside the indexer call (p.stage, epoch 5): no second stream, no event.
-	 * The same marks as the twin computes from the GPU's own scores and cuts, the same
-	 * ids, the scratch zero after it, and the map finds every miss staged. */
-	for (int r = 0; r < 4; r++)
-		hcut[r] = cut_word(5, (uint32_t)(hcut[r] & 0xfff));
-	c.p.cut_epoch = 5;
-	from_dev(sm0, d.g.stage_map, sizeof(uint64_t) * nw);
-	from_dev(st0, d.g.stage, c.stage_bytes);
+	/* Staging inside the indexer call (p.stage): no second stream, no event. Epoch 5,
+	 * then epoch 6 on the same scratch, unzeroed: the other parity's counter (zeroed
+	 * by the call before) serves and epoch 5's is zeroed for the next call. Each: the
+	 * same ids, the same marks as the twin computes from the GPU's own scores and cuts
+	 * (renewed), the same count, the scratch's other words zero, and the map finds
+	 * every miss staged. */
 	unsigned long long *dns = to_dev(NULL, sizeof *dns), ns = 0;
-	ck_assert_int_eq(strata_dev_memset(dev, dns, 0, sizeof *dns, NULL), 0);
-	ck_assert_int_eq(strata_dev_memset(dev, dmc, 0, sizeof mc, NULL), 0);
-	ck_assert_int_eq(strata_dev_sync(dev), 0);
-	d.g.epoch = 5;
-	d.g.n_staged = dns;
-	p.stage = &d.g;
-	p.cut_epoch = 5;
-	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
-	mp.epoch = 5;
-	ck_assert_int_eq(strata_k_attn_map(dev, &mp, s1), 0);
-	ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
-	p.stage = NULL;
-	d.g.n_staged = NULL;
-	/* the scratch: each row's slot counter of epoch 5's parity (word 3) holds the
-	 * slots taken (up to cap: the entries published); the others are zero (word 2:
-	 * zeroed for the next call) */
-	uint32_t *scw = malloc(c.p.scratch_bytes);
-	from_dev(scw, d.g.scratch, c.p.scratch_bytes);
-	long taken = 0;
-	for (int r = 0; r < 4; r++) {
-		ck_assert_uint_eq(scw[r * 4 + 0], 0);
-		ck_assert_uint_eq(scw[r * 4 + 1], 0);
-		ck_assert_uint_eq(scw[r * 4 + 2], 0);
-		taken += scw[r * 4 + 3] < (uint32_t)d.g.cap ? scw[r * 4 + 3] : (uint32_t)d.g.cap;
+	long nf = 0, taken5 = 0;
+	for (int ep = 5; ep <= 6; ep++) {
+		const int word = 2 + (ep & 1); /* the slot counter of this epoch's parity */
+		for (int r = 0; r < 4; r++)
+			hcut[r] = cut_word((uint64_t)ep, (uint32_t)(hcut[r] & 0xfff));
+		c.p.cut_epoch = (uint64_t)ep;
+		from_dev(sm0, d.g.stage_map, sizeof(uint64_t) * nw);
+		from_dev(st0, d.g.stage, c.stage_bytes);
+		ck_assert_int_eq(strata_dev_memset(dev, dns, 0, sizeof *dns, NULL), 0);
+		ck_assert_int_eq(strata_dev_memset(dev, dmc, 0, sizeof mc, NULL), 0);
+		ck_assert_int_eq(strata_dev_memset(dev, p.out_ids, 0xff, sizeof(int32_t) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		d.g.epoch = (uint64_t)ep;
+		d.g.n_staged = dns;
+		p.stage = &d.g;
+		p.cut_epoch = (uint64_t)ep;
+		ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
+		mp.epoch = (uint64_t)ep;
+		ck_assert_int_eq(strata_k_attn_map(dev, &mp, s1), 0);
+		ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
+		p.stage = NULL;
+		d.g.n_staged = NULL;
+		uint32_t *scw = malloc(c.p.scratch_bytes);
+		from_dev(scw, d.g.scratch, c.p.scratch_bytes);
+		long taken = 0;
+		for (int r = 0; r < 4; r++) {
+			for (int w = 0; w < 4; w++)
+				if (w != word)
+					ck_assert_uint_eq(scw[r * 4 + w], 0);
+			taken += scw[r * 4 + word] < (uint32_t)d.g.cap ? scw[r * 4 + word]
+								       : (uint32_t)d.g.cap;
+		}
+		free(scw);
+		from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
+		from_dev(gst, d.g.stage, c.stage_bytes);
+		from_dev(&ns, dns, sizeof ns);
+		from_dev(mc, dmc, sizeof mc);
+		from_dev(out2, p.out_ids, sizeof(int32_t) * n);
+		ck_assert_mem_eq(out2, ids1, sizeof(int32_t) * n);
+		const long f = pc_check(&c, gsm, gst, sm0, st0, ep, 1);
+		if (ep == 5) {
+			ck_assert_int_gt(f, 0);
+			nf = f;
+			taken5 = taken;
+		}
+		ck_assert_int_eq(f, nf);
+		ck_assert_uint_eq(ns, (unsigned long long)nf);
+		ck_assert_int_eq(taken, nf); /* what each row took, up to its cap, was published */
+		ck_assert_int_eq(taken, taken5);
+		ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]); /* every miss, staged early */
+		ck_assert_uint_eq(mc[1], 0);
 	}
-	free(scw);
-	from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
-	from_dev(gst, d.g.stage, c.stage_bytes);
-	from_dev(&ns, dns, sizeof ns);
-	from_dev(mc, dmc, sizeof mc);
-	from_dev(out2, p.out_ids, sizeof(int32_t) * n);
-	ck_assert_mem_eq(out2, ids1, sizeof(int32_t) * n);
-	const long nf = pc_check(&c, gsm, gst, sm0, st0, 5, 1);
-	ck_assert_int_gt(nf, 0);
-	ck_assert_uint_eq(ns, (unsigned long long)nf);
-	ck_assert_int_eq(taken, nf); /* what each row took, up to its cap, was published */
-	ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]); /* every miss, staged early */
-	ck_assert_uint_eq(mc[1], 0);
-
-	/* Again with epoch 6 on the same scratch, unzeroed: the other parity's counter
-	 * (word 2, zeroed by the call before) serves and word 3 is zeroed for the next
-	 * call; the same ids, the same marks as the twin renewed, the same count, and the
-	 * map finds every miss staged. */
-	for (int r = 0; r < 4; r++)
-		hcut[r] = cut_word(6, (uint32_t)(hcut[r] & 0xfff));
-	c.p.cut_epoch = 6;
-	from_dev(sm0, d.g.stage_map, sizeof(uint64_t) * nw);
-	from_dev(st0, d.g.stage, c.stage_bytes);
-	ck_assert_int_eq(strata_dev_memset(dev, dns, 0, sizeof *dns, NULL), 0);
-	ck_assert_int_eq(strata_dev_memset(dev, dmc, 0, sizeof mc, NULL), 0);
-	ck_assert_int_eq(strata_dev_memset(dev, p.out_ids, 0xff, sizeof(int32_t) * n, NULL), 0);
-	ck_assert_int_eq(strata_dev_sync(dev), 0);
-	d.g.epoch = 6;
-	d.g.n_staged = dns;
-	p.stage = &d.g;
-	p.cut_epoch = 6;
-	ck_assert_int_eq(strata_k_indexer(dev, &p, s1), 0);
-	mp.epoch = 6;
-	ck_assert_int_eq(strata_k_attn_map(dev, &mp, s1), 0);
-	ck_assert_int_eq(strata_stream_sync(dev, s1), 0);
-	p.stage = NULL;
-	d.g.n_staged = NULL;
-	scw = malloc(c.p.scratch_bytes);
-	from_dev(scw, d.g.scratch, c.p.scratch_bytes);
-	long taken6 = 0;
-	for (int r = 0; r < 4; r++) {
-		ck_assert_uint_eq(scw[r * 4 + 0], 0);
-		ck_assert_uint_eq(scw[r * 4 + 1], 0);
-		ck_assert_uint_eq(scw[r * 4 + 3], 0);
-		taken6 += scw[r * 4 + 2] < (uint32_t)d.g.cap ? scw[r * 4 + 2] : (uint32_t)d.g.cap;
-	}
-	free(scw);
-	ck_assert_int_eq(taken6, taken);
-	from_dev(gsm, d.g.stage_map, sizeof(uint64_t) * nw);
-	from_dev(gst, d.g.stage, c.stage_bytes);
-	from_dev(&ns, dns, sizeof ns);
-	from_dev(mc, dmc, sizeof mc);
-	from_dev(out2, p.out_ids, sizeof(int32_t) * n);
-	ck_assert_mem_eq(out2, ids1, sizeof(int32_t) * n);
-	ck_assert_int_eq(pc_check(&c, gsm, gst, sm0, st0, 6, 1), nf);
-	ck_assert_uint_eq(ns, (unsigned long long)nf);
-	ck_assert_uint_eq(mc[0], (unsigned long long)cnt[1]);
-	ck_assert_uint_eq(mc[1], 0);
 	strata_dev_free(dev, dns);
 	strata_dev_free(dev, dout);
 	strata_dev_free(dev, dmc);
