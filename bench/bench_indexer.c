@@ -33,14 +33,17 @@
 
 static const char *usage =
 	"usage: strata bench indexer [--model flash|pro] [--ctx 32K,128K,...] [--batch 1,8,...]\n"
-	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--q8] [--phases]\n"
+	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--q8 [--wgmma]] [--phases]\n"
 	"  Sweeps contexts (tokens; C4 entries = tokens / 4), batch sizes, query rows per\n"
 	"  request (MTP) and key formats; times scan + top-k per layer against a streaming\n"
 	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.\n"
 	"  --phases (GPU): also time the scan, filter and select launches apart (medians,\n"
 	"  us; columns mset_us scan_us filt_us sel_us; mset_us is two back-to-back events\n"
 	"  now that no memset runs: the event overhead included in the others).\n"
-	"  --q8: FP8 queries (kernels.h q8; column q), as V4's indexer quantises them.";
+	"  --q8: FP8 queries (kernels.h q8; column q), as V4's indexer quantises them.\n"
+	"  --wgmma: with --q8, the FP8 tensor-core scan where it applies (kernels.h\n"
+	"  scan_wgmma: FP8 keys, one row; column q says fp8-wgmma); --check then allows\n"
+	"  2e-3 of the largest selected score at the k-th instead of 2e-5.";
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -115,7 +118,7 @@ typedef struct point_res {
 /* CPU twin on one row (its own single-request params) vs the GPU's selection. */
 static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int pages_per_slot,
 		     int row, int req, int lim, const uint16_t *hq, const uint8_t *hq8,
-		     const float *hw, const int32_t *gids, const float *gsc)
+		     const float *hw, const int32_t *gids, const float *gsc, int wg)
 {
 	int k = gp->topk, ppr = (lim + gp->B - 1) / gp->B;
 	int32_t *pt = malloc(sizeof(int32_t) * (size_t)(ppr ? ppr : 1));
@@ -147,7 +150,7 @@ static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int
 			kth = fminf(kth, sc[i]);
 			mx = fmaxf(mx, fabsf(sc[i]));
 		}
-		float tol = 2e-5f * mx;
+		float tol = (wg ? 2e-3f : 2e-5f) * mx;
 		for (int a = 0, b = 0; ok && (a < k || b < k);) {
 			int x = a < k ? gids[a] : INT32_MAX, y = b < k ? ids[b] : INT32_MAX;
 			if (x == y) {
@@ -183,7 +186,7 @@ int strata_bench_indexer(int argc, char **argv)
 	uint64_t ctx[MAX_LIST] = { 32768, 131072, 524288, 1048576 }, bat[MAX_LIST] = { 1, 8, 32, 64 },
 		 rws[MAX_LIST] = { 1, 2, 4 };
 	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0,
-	    use_q8 = 0;
+	    use_q8 = 0, use_wg = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
@@ -193,6 +196,10 @@ int strata_bench_indexer(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--q8")) {
 			use_q8 = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--wgmma")) {
+			use_wg = 1;
 			continue;
 		}
 		if (!strcmp(argv[i], "--model") && v)
@@ -393,6 +400,8 @@ int strata_bench_indexer(int argc, char **argv)
 			p.q = dq; /* the same values in bf16: read by the baselines, not by the
 				   * indexer when q8 is set */
 			p.q8 = dq8;
+			p.scan_wgmma = use_wg;
+			const int wg = strata_k_indexer_wgmma(dev, &p);
 			p.w = dw;
 			p.page_table = dpt;
 			p.req_rows = drr;
@@ -520,7 +529,7 @@ int strata_bench_indexer(int argc, char **argv)
 					res.checked++;
 					res.check_ok &= check_row(&p, hpages, slot_pages, r, r / R, keys, hq,
 								  hq8, hw, gids + (size_t)r * K,
-								  gsc + (size_t)r * K);
+								  gsc + (size_t)r * K, wg);
 				}
 				if (!res.check_ok)
 					rc = 1;
@@ -535,7 +544,8 @@ int strata_bench_indexer(int argc, char **argv)
 				} else if (gpu && nreq >= 8) {
 					target = eff >= 0.7 ? ">=0.7 ok" : ">=0.7 MISS";
 				}
-				bench_out_row(out, "fmt", fmt ? "fp8" : "mxfp4", "q", use_q8 ? "fp8" : "bf16",
+				bench_out_row(out, "fmt", fmt ? "fp8" : "mxfp4", "q",
+					      wg ? "fp8-wgmma" : use_q8 ? "fp8" : "bf16",
 					      "ctx", bench_fmt("%.0f", (double)ctx[ci]),
 					      "batch", bench_fmt("%.0f", nreq), "rows", bench_fmt("%.0f", R),
 					      "idx_us", bench_fmt("%.1f", res.idx_us),

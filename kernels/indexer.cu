@@ -1299,9 +1299,19 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	}
 	const bool scored = p->max_limit > p->topk && p->n_req > 0;
 	if (scored) {
-		cudaError_t e = p->fmt == STRATA_INDEX_MXFP4
-			? launch_scan_fmt<STRATA_INDEX_MXFP4>(a, p->max_rows, p->n_req, p->max_limit, st)
-			: launch_scan_fmt<STRATA_INDEX_FP8>(a, p->max_rows, p->n_req, p->max_limit, st);
+		cudaError_t e;
+		if (strata_k_indexer_wgmma(dev, p)) { /* FP8 tensor cores (indexer_wgmma.cu) */
+			const idx_wg_args w = { p->q8, p->pages, p->w, p->req_rows, p->row_limit,
+						p->page_table, a.scores, a.hist, a.sstride,
+						p->max_pages, a.lim_cap, p->topk };
+			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st);
+		} else {
+			e = p->fmt == STRATA_INDEX_MXFP4
+				? launch_scan_fmt<STRATA_INDEX_MXFP4>(a, p->max_rows, p->n_req,
+								      p->max_limit, st)
+				: launch_scan_fmt<STRATA_INDEX_FP8>(a, p->max_rows, p->n_req,
+								    p->max_limit, st);
+		}
 		if (e != cudaSuccess) {
 			err = strata_dev_check(dev, "indexer: scan shared memory");
 			return err ? err : STRATA_E_CUDA;

@@ -65,6 +65,32 @@ STRATA_HD uint32_t idx_fp8_pair_bits(uint32_t word, int sub)
 }
 #define IDX_FP8_PAIR_SCALE_BITS 0x7B80u /* bf16 2^120 */
 
+/* The FP8 tensor-core (wgmma) scan's inputs (indexer_wgmma.cu, built for sm_90a): FP8
+ * keys with B = 64, FP8 queries of 64 heads (16-byte aligned), one row per request.
+ * It writes scores and the first-level histogram as the default scan does. */
+typedef struct idx_wg_args {
+	const uint8_t *q8, *pages;
+	const float *w;
+	const int32_t *req_rows, *row_limit, *page_table;
+	float *scores;
+	uint32_t *hist;
+	size_t sstride;
+	int max_pages, lim_cap, topk;
+} idx_wg_args;
+
+#ifdef STRATA_HAVE_CUDA
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* 1 when the sm_90a kernel runs on the current device (a compute capability 9.0 GPU). */
+int idx_wgmma_ready(void);
+/* Launches the scan on stream (a cudaStream_t); returns a cudaError_t. */
+int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream);
+#ifdef __cplusplus
+}
+#endif
+#endif
+
 /* Key dim of pair p's half h (0 low, 1 high) in quarter c. */
 STRATA_HD int idx_dim_of_pair(strata_index_fmt fmt, int c, int p, int h)
 {

@@ -226,6 +226,14 @@ typedef struct strata_indexer_params {
 	 * the m16n8k32 e4m3 form is emulated through fp16 and measured slower than
 	 * this; FP8 tensor cores need wgmma.) 8-byte alignment is faster; any works. */
 	const uint8_t *q8;
+	/* 1: score on Hopper's FP8 tensor cores (wgmma, an sm_90a kernel) where the call
+	 * allows it: FP8 keys, q8 16-byte aligned, 64 heads, B = 64, max_rows 1, a
+	 * compute capability 9.0 GPU (strata_k_indexer_wgmma says whether it does); the
+	 * default scan elsewhere and on the CPU. EXPERIMENTAL: these tensor cores add
+	 * with about 13 mantissa bits, so scores differ from the CPU twin's by up to about
+	 * 1e-3 of sum_h |w_h| sum_d |q_hd k_jd| (the same on every call, equal for equal
+	 * keys), and a selected set only where entries sit that close to the k-th. */
+	int scan_wgmma;
 	const float *w;             /* [n_rows][heads] */
 	const int32_t *req_rows;    /* [n_req + 1] row offsets, req_rows[0] == 0 */
 	const int32_t *row_limit;   /* [n_rows] */
@@ -309,6 +317,9 @@ int strata_k_indexer_cpu(const strata_indexer_params *p);
  * (bench/results/2026-11-30-h200-s6): for callers choosing whether to stage early. A
  * negative error code when the device cannot be queried. */
 int strata_k_indexer_stage_ctas(strata_dev *dev, const strata_indexer_params *p, int *filter);
+/* 1 when a strata_k_indexer call with p on dev scores with the FP8 tensor-core scan
+ * (p->scan_wgmma and its conditions), else 0. */
+int strata_k_indexer_wgmma(const strata_dev *dev, const strata_indexer_params *p);
 /* Where a strata_k_indexer call with p's shapes leaves its scores in p->scratch (both
  * backends): the score of entry j < limit of row r (a row with limit > topk) is
  * (*scores)[r * *stride + j]. They stay there until the next call on that scratch;

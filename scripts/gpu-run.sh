@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -82,6 +82,16 @@ if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, wher
 		"$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt mxfp4 --reps 3 >"$out/ncu_indexer.txt" 2>&1
 	stamp "ncu indexer rc=$?"
 	run fetch 150 bench fetch --check --sizes 512,8192,32768,262144
+	exit 0
+fi
+if [ "$mode" = wg ]; then # the FP8 tensor-core scan (scan_wgmma, never run on a GPU before): its test, then the indexer with and without it, ~4 min
+	ctest --test-dir build-gpu -R kernels_gpu_indexer -V --timeout 300 >"$out/ctest_indexer.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*|wgmma|rows, GPU" "$out/ctest_indexer.txt" | head -40
+	stamp ctest
+	I="bench indexer --phases --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt fp8"
+	run idx_bf16 120 $I
+	run idx_q8 120 $I --q8
+	run idx_wgmma 120 $I --q8 --wgmma
 	exit 0
 fi
 if [ "$mode" = b1 ]; then # batch-1 ratios at 32 steps and the isolated kernel times of EARLY (no tests), ~2 min

@@ -11,11 +11,15 @@
  * ReLU zero) allow no swap: the lowest ids must win, bit for bit. */
 #include <check.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels/indexer_int.h"
 #include "indexer_tdata.h"
 
 #define TOL_REL 2e-5
+/* The FP8 tensor-core scan (scan_wgmma) adds with about 13 mantissa bits (kernels.h):
+ * its own bound, the same rule. */
+#define TOL_REL_WGMMA 2e-3
 
 static strata_dev *dev;
 
@@ -160,7 +164,7 @@ static int check_case(td *t, int strict, const char *what)
 		char why[256] = "";
 		if (lim > k)
 			td_ref_scores(t, r, ref, &mag);
-		double tol = TOL_REL * mag + 1e-30;
+		double tol = (strata_k_indexer_wgmma(dev, p) ? TOL_REL_WGMMA : TOL_REL) * mag + 1e-30;
 		const int32_t *gi = gids + (size_t)r * k, *ci = t->ids + (size_t)r * k;
 		int s = td_check_row(lim, k, gi, gsc + (size_t)r * k, ref, tol, strict, why, sizeof why);
 		ck_assert_msg(s >= 0, "%s: GPU row %d (limit %d): %s", what, r, lim, why);
@@ -360,6 +364,53 @@ START_TEST(fp8_queries)
 }
 END_TEST
 
+/* The FP8 tensor-core scan (strata_indexer_params.scan_wgmma): FP8 keys and queries,
+ * one row per request, 64 heads, B = 64. Within its stated tolerance of the twin and the
+ * reference; exact ties still go to the lowest ids, bit for bit; fused, phases and graph
+ * paths agree bit for bit (run_gpu). Hopper GPUs must run it. */
+START_TEST(wgmma_scan)
+{
+	int one[5] = { 1, 1, 1, 1, 1 };
+	int lim[5] = { 20000, 513, 65536, 2049, 777 };
+	td t;
+	td_make(&t, STRATA_INDEX_FP8, 64, 512, 5, one, lim, 64, 71, TD_RANDOM);
+	td_use_q8(&t);
+	t.p.scan_wgmma = 1;
+	const char *name = strata_dev_name(dev);
+	int hopper = name && (strstr(name, "H100") || strstr(name, "H200") || strstr(name, "H800") ||
+			      strstr(name, "GH200"));
+	int on = strata_k_indexer_wgmma(dev, &t.p);
+	printf("wgmma scan on %s: %s\n", name ? name : "?", on ? "used" : "not available");
+	ck_assert_msg(on || !hopper, "a Hopper GPU must run the wgmma scan");
+	if (!on) {
+		td_free(&t);
+		return;
+	}
+	check_case(&t, 0, "wgmma random");
+	td_free(&t);
+	td_make(&t, STRATA_INDEX_FP8, 64, 512, 5, one, lim, 64, 72, TD_CLUSTERED);
+	td_use_q8(&t);
+	t.p.scan_wgmma = 1;
+	check_case(&t, 0, "wgmma clustered");
+	td_free(&t);
+	for (int mode = 0; mode < 2; mode++) {
+		int lt[3] = { 3000, 40000, 1025 };
+		td_make(&t, STRATA_INDEX_FP8, 64, 1024, 3, one, lt, 64, 73,
+			mode ? TD_NEGATIVE : TD_EQUAL);
+		td_use_q8(&t);
+		t.p.scan_wgmma = 1;
+		check_case(&t, 1, mode ? "wgmma all-relu-zero" : "wgmma all-equal");
+		td_free(&t);
+	}
+	int l1 = 262144; /* 1M tokens */
+	td_make(&t, STRATA_INDEX_FP8, 64, 512, 1, one, &l1, 64, 74, TD_RANDOM);
+	td_use_q8(&t);
+	t.p.scan_wgmma = 1;
+	check_case(&t, 0, "wgmma 1M top-512");
+	td_free(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -371,6 +422,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, odd_geometry);
 	tcase_add_test(tc, long_context);
 	tcase_add_test(tc, fp8_queries);
+	tcase_add_test(tc, wgmma_scan);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -176,7 +176,13 @@ START_TEST(fp8_queries)
 		ck_assert_int_eq(strata_k_indexer_cpu(&t.p), 0);
 		ck_assert(!memcmp(ids8, t.ids, sizeof(int32_t) * n));
 		ck_assert(!memcmp(sc8, t.scores, sizeof(float) * (size_t)t.p.n_rows * t.p.topk));
+		t.p.scan_wgmma = 1; /* a GPU option: the CPU scores as before, and says so */
+		ck_assert_int_eq(strata_k_indexer_wgmma(NULL, &t.p), 0);
+		t.p.q8 = t.q8;
+		ck_assert_int_eq(strata_k_indexer_cpu(&t.p), 0);
+		ck_assert(!memcmp(ids8, t.ids, sizeof(int32_t) * n));
 		t.p.q = NULL;
+		t.p.q8 = NULL;
 		ck_assert_int_eq(strata_k_indexer_cpu(&t.p), -EINVAL);
 		free(ids8);
 		free(sc8);
