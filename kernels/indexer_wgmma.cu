@@ -169,6 +169,11 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		for (int i = 0; i < 32; i++)
 			d[i] = 0.0f;
 		const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[buf]));
+		/* the zeroing above is a register access: it must stay before wgmma.fence (PTX:
+		 * a fence between any register access and the MMA that uses those registers;
+		 * unfenced, the compiler sank the movs below it), as CUTLASS and DeepGEMM
+		 * fence the accumulators before warpgroup_arrive */
+		reg_fence(d);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
 		for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
