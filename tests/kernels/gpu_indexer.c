@@ -371,7 +371,7 @@ END_TEST
 START_TEST(wgmma_scan)
 {
 	int one[5] = { 1, 1, 1, 1, 1 };
-	int lim[5] = { 20000, 513, 65536, 2049, 777 };
+	int lim[5] = { 20000, 513, 65536, 300, 777 }; /* 300 <= k: left to the filter */
 	td t;
 	td_make(&t, STRATA_INDEX_FP8, 64, 512, 5, one, lim, 64, 71, TD_RANDOM);
 	td_use_q8(&t);
@@ -392,6 +392,11 @@ START_TEST(wgmma_scan)
 	td_use_q8(&t);
 	t.p.scan_wgmma = 1;
 	check_case(&t, 0, "wgmma clustered");
+	td_free(&t);
+	td_make(&t, STRATA_INDEX_FP8, 64, 512, 5, one, lim, 64, 75, TD_MIXED_W);
+	td_use_q8(&t);
+	t.p.scan_wgmma = 1;
+	check_case(&t, 0, "wgmma signed-w");
 	td_free(&t);
 	for (int mode = 0; mode < 2; mode++) {
 		int lt[3] = { 3000, 40000, 1025 };
