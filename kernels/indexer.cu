@@ -93,18 +93,6 @@ __device__ __forceinline__ int row_lim(const Args &a, int r)
 	return L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
 }
 
-/* Monotone non-decreasing bucket of a score: the top 11 bits of its ordered fp16. -0
- * is +0 here, as in the selection order (idx_ord32), so that the two tie in one
- * bucket and the lower id wins between them as between any equal scores. */
-__device__ __forceinline__ uint32_t bucket_of(float s)
-{
-	unsigned short u = __half_as_ushort(__float2half_rn(s));
-	if (!(u & 0x7fffu))
-		u = 0;
-	u = (u & 0x8000u) ? (unsigned short)~u : (unsigned short)(u | 0x8000u);
-	return (uint32_t)u >> 5;
-}
-
 __device__ __forceinline__ uint32_t bmul2(uint32_t x, uint32_t y)
 {
 	uint32_t d;
@@ -530,7 +518,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 					sc *= kscale;
 				sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
 				a.scores[(size_t)(r0 + i) * a.sstride + key] = sc;
-				atomicAdd(&hs[i * IDX_BINS + bucket_of(sc)], 1u);
+				atomicAdd(&hs[i * IDX_BINS + idx_bucket_dev(sc)], 1u);
 			}
 		}
 	}
@@ -550,7 +538,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 
 /* ---- filter + select ------------------------------------------------------------------
  * Selection is exact for any monotone bucketing, so it runs on two levels: b1 =
- * bucket_of (2048 bins, counted by the scan) and, inside the threshold bucket b*, b2 =
+ * idx_bucket_dev (2048 bins, counted by the scan) and, inside the threshold bucket b*, b2 =
  * sub_of (4096 bins over the score's ordered bits, counted by the filter). Every element
  * with b1 > b*, or b1 == b* and b2 > b2*, is selected outright; only the few elements of
  * bin (b*, b2*) need an exact (score, id) radix select. */
@@ -618,7 +606,7 @@ __device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
 	find_cut_of<NB>(cnt, need, tmp, bin, above_out);
 }
 
-/* Float value of an ordered fp16 pattern (the inverse of bucket_of's map). */
+/* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
 __device__ __forceinline__ float ord16_value(uint32_t o)
 {
 	unsigned short u = (o & 0x8000u) ? (unsigned short)(o & 0x7fffu) : (unsigned short)(~o & 0xffffu);
@@ -686,7 +674,7 @@ __device__ __forceinline__ void for_each_cand(const Args &a, int row, int L, uin
 		const float *sc = a.scores + (size_t)row * a.sstride;
 		for (int j = threadIdx.x; j < L; j += blockDim.x) {
 			float s = __ldcg(sc + j);
-			if (bucket_of(s) == bstar)
+			if (idx_bucket_dev(s) == bstar)
 				f((unsigned long long)idx_key64(s, j));
 		}
 	}
@@ -1042,7 +1030,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 			for (int u = 0; u < kFPer; u++) {
 				const int j = start + u * kFThreads + tid;
 				const bool valid = j < L;
-				const uint32_t b = valid ? bucket_of(s[u]) : 0u;
+				const uint32_t b = valid ? idx_bucket_dev(s[u]) : 0u;
 				const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
 				const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
 				const unsigned mc = __ballot_sync(0xffffffffu, is_cand);

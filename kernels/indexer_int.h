@@ -16,6 +16,9 @@
 
 #include "kernels/codec.h"
 #include "kernels/kernels.h"
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
 
 #define IDX_DIM 128
 
@@ -167,6 +170,20 @@ STRATA_HD uint32_t idx_bucket(float s)
 	u = (u & 0x8000u) ? (uint16_t)~u : (uint16_t)(u | 0x8000u);
 	return (uint32_t)u >> 5;
 }
+
+#ifdef __CUDACC__
+/* idx_bucket with the hardware's fp16 rounding (the same bucket): -0 is +0 here, as in
+ * the selection order (idx_ord32), so the two tie in one bucket and the lower id wins
+ * between them as between any equal scores. */
+__device__ __forceinline__ uint32_t idx_bucket_dev(float s)
+{
+	unsigned short u = __half_as_ushort(__float2half_rn(s));
+	if (!(u & 0x7fffu))
+		u = 0;
+	u = (u & 0x8000u) ? (unsigned short)~u : (unsigned short)(u | 0x8000u);
+	return (uint32_t)u >> 5;
+}
+#endif
 
 /* Unique selection key: higher score first, then lower id. */
 STRATA_HD uint64_t idx_key64(float score, int32_t id)

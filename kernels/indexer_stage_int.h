@@ -54,7 +54,7 @@ __device__ void stage_role(const Args &a, int row, SelSmem &sm, FScan::TempStora
 #pragma unroll
 		for (int u = 0; u < kFPer; u++) {
 			const int j = start + u * kFThreads + tid;
-			const bool take = j < top && (all || bucket_of(s[u]) >= need) && map[j] < 0;
+			const bool take = j < top && (all || idx_bucket_dev(s[u]) >= need) && map[j] < 0;
 			const unsigned m = __ballot_sync(0xffffffffu, take);
 			uint32_t wb = 0;
 			if (lane == 0 && m)

@@ -88,15 +88,6 @@ __device__ __forceinline__ void reg_fence(float (&d)[32])
 		asm volatile("" : "+f"(d[i])::"memory");
 }
 
-__device__ __forceinline__ uint32_t bucket_of(float s)
-{
-	unsigned short u = __half_as_ushort(__float2half_rn(s));
-	if (!(u & 0x7fffu))
-		u = 0;
-	u = (u & 0x8000u) ? (unsigned short)~u : (unsigned short)(u | 0x8000u);
-	return (uint32_t)u >> 5;
-}
-
 /* Tile t's 64 keys and scales into buffer `buf` (every thread: 4 + (tid < 16) copies). */
 __device__ __forceinline__ void load_tile(const idx_wg_args &a, const uint8_t *page, Smem &sm,
 					  int buf)
@@ -211,7 +202,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			if (key < L) {
 				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 				scores[key] = s;
-				atomicAdd(&sm.hist[bucket_of(s)], 1u);
+				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 			}
 		}
 		__syncthreads(); /* red and this buffer are free again */
