@@ -31,7 +31,7 @@ static const char *usage =
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
 	"                           [--early-ctas N] [--early-slots N] [--early-dry]\n"
 	"                           [--priority-main]\n"
-	"                           [--trace] [--paired]\n"
+	"                           [--trace] [--paired | --resident-last]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
@@ -50,7 +50,8 @@ static const char *usage =
 	"turn s starting at row s mod rows), so that drift over the run and the place in a\n"
 	"turn fall on every row alike; a note per row gives\n"
 	"the median of its per-turn ratios to all-resident (rows one after the other when\n"
-	"their caches do not fit the budgets together).\n"
+	"their caches do not fit the budgets together). --resident-last: rows one after\n"
+	"the other, all-resident last instead of first (to see drift over a run).\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
@@ -287,7 +288,7 @@ int strata_bench_decode(int argc, char **argv)
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
 	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, host = 0,
-	    spare = 0, trace = 0, prio = 0, paired = 0;
+	    spare = 0, trace = 0, prio = 0, paired = 0, resident_last = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -326,6 +327,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--paired")) {
 			paired = 1;
+			continue;
+		}
+		if (!strcmp(a, "--resident-last")) {
+			resident_last = 1;
 			continue;
 		}
 		if (!strcmp(a, "--host-huge")) {
@@ -442,7 +447,9 @@ int strata_bench_decode(int argc, char **argv)
 					       sum_host / 1073741824.0);
 				pair = 0;
 			}
-			for (int mode = 0; mode < n_rows; mode++) {
+			for (int k = 0; k < n_rows; k++) {
+				/* --resident-last: all-resident (row 0) after the others */
+				const int mode = resident_last ? (k + 1) % n_rows : k;
 				if (!want[mode])
 					continue;
 				err = run_open(dev, &o, &m, (strata_ref_mode)row_mode[mode],

@@ -84,7 +84,7 @@ if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, wher
 	run fetch 150 bench fetch --check --sizes 512,8192,32768,262144
 	exit 0
 fi
-if [ "$mode" = wg ]; then # the FP8 tensor-core scan (scan_wgmma, never run on a GPU before): its test, then the indexer with and without it, ~4 min
+if [ "$mode" = wg ]; then # the FP8 tensor-core scan (scan_wgmma, never run on a GPU before): its test, the indexer with and without it; issue 5's batch-1 ratio three ways, ~5 min
 	ctest --test-dir build-gpu -R kernels_gpu_indexer -V --timeout 300 >"$out/ctest_indexer.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*|wgmma|rows, GPU" "$out/ctest_indexer.txt" | head -40
 	stamp ctest
@@ -92,6 +92,12 @@ if [ "$mode" = wg ]; then # the FP8 tensor-core scan (scan_wgmma, never run on a
 	run idx_bf16 120 $I
 	run idx_q8 120 $I --q8
 	run idx_wgmma 120 $I --q8 --wgmma
+	# issue 5's batch-1 ratio three ways: rows one after the other (all-resident
+	# first, then last) and paired; the first two differing shows drift over a run
+	D="bench decode --check --contexts 128K --batches 1 --reps 32 --rows hisparse-direct"
+	run order_first 100 $D
+	run order_last 100 $D --resident-last
+	run order_paired 100 $D --paired
 	exit 0
 fi
 if [ "$mode" = b1 ]; then # batch-1 ratios at 32 steps and the isolated kernel times of EARLY (no tests), ~2 min
