@@ -128,6 +128,28 @@ static void hostsrc_close(strata_dev *dev, hostsrc *h)
 	memset(h, 0, sizeof *h);
 }
 
+/* One event-timed row of the gather kernel with g's entries into the cleared pool
+ * dpool (checked against the CPU twin with --check); 1 when the check failed. */
+static int kernel_row(bench_out *bo, const bench_opts *o, timer *t, gctx *g, uint8_t *dpool,
+		      size_t dbytes, int n, size_t payload, double c_rate, const char *name)
+{
+	bench_stats st = { 0 };
+	strata_dev_memset(t->dev, dpool, 0, dbytes, NULL);
+	double us = time_us(t, run_kernel, g, o->warmup, o->reps, &st);
+	const char *chk = "-";
+	int bad = 0;
+	if (o->check) {
+		bad = check_gather(t, &g->hp, dpool, dbytes) != 0;
+		chk = bad ? "FAIL" : "ok";
+	}
+	double rate = payload / (us * 1e3);
+	bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method", name, "median_us",
+		      bench_fmt("%.2f", us), "min_us", bench_fmt("%.2f", st.min), "GBps",
+		      bench_fmt("%.2f", rate), "ratio", bench_fmt("%.3f", rate / c_rate), "check", chk,
+		      NULL);
+	return bad;
+}
+
 static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *sizes, int n_sizes,
 		       int use_pool)
 {
@@ -192,19 +214,8 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 			gctx gs = g;
 			gs.p.src_ids = NULL;
 			gs.hp.src_ids = NULL;
-			strata_dev_memset(t->dev, dpool, 0, dbytes, NULL);
-			double s_us = time_us(t, run_kernel, &gs, o->warmup, o->reps, &st);
-			const char *chk = "-";
-			if (o->check) {
-				int bad = check_gather(t, &gs.hp, dpool, dbytes);
-				chk = bad ? "FAIL" : "ok";
-				fails += bad != 0;
-			}
-			double rate = payload / (s_us * 1e3);
-			bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method",
-				      "kernel sequential ids", "median_us", bench_fmt("%.2f", s_us),
-				      "min_us", bench_fmt("%.2f", st.min), "GBps", bench_fmt("%.2f", rate),
-				      "ratio", bench_fmt("%.3f", rate / c_rate), "check", chk, NULL);
+			fails += kernel_row(bo, o, t, &gs, dpool, dbytes, n, payload, c_rate,
+					    "kernel sequential ids");
 		}
 		/* The same random ids from a packed copy of the entries (entry space packed:
 		 * 576 data + 8 scale bytes together, stride 592 or 640): one read per entry
@@ -236,22 +247,10 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 					gp.p.src_ids = NULL;
 					gp.hp.src_ids = NULL;
 				}
-				strata_dev_memset(t->dev, dpool, 0, dbytes, NULL);
-				double p_us = time_us(t, run_kernel, &gp, o->warmup, o->reps, &st);
-				const char *chk = "-";
-				if (o->check) {
-					int bad = check_gather(t, &gp.hp, dpool, dbytes);
-					chk = bad ? "FAIL" : "ok";
-					fails += bad != 0;
-				}
-				double rate = payload / (p_us * 1e3);
-				bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method",
-					      bench_fmt(seq ? "kernel sequential, packed %.0f"
-							    : "kernel packed %.0f",
-							(double)pk),
-					      "median_us", bench_fmt("%.2f", p_us), "min_us",
-					      bench_fmt("%.2f", st.min), "GBps", bench_fmt("%.2f", rate),
-					      "ratio", bench_fmt("%.3f", rate / c_rate), "check", chk, NULL);
+				fails += kernel_row(bo, o, t, &gp, dpool, dbytes, n, payload, c_rate,
+						    bench_fmt(seq ? "kernel sequential, packed %.0f"
+								  : "kernel packed %.0f",
+							      (double)pk));
 			}
 			hostsrc_close(t->dev, &hp2);
 		}
@@ -277,21 +276,9 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 			if (o->quick && ui > 2)
 				break;
 			g.p.per_warp = us[ui];
-			strata_dev_memset(t->dev, dpool, 0, dbytes, NULL);
-			double k_us = time_us(t, run_kernel, &g, o->warmup, o->reps, &st);
-			const char *chk = "-";
-			if (o->check) {
-				int bad = check_gather(t, &g.hp, dpool, dbytes);
-				chk = bad ? "FAIL" : "ok";
-				fails += bad != 0;
-			}
 			char name[48];
 			snprintf(name, sizeof name, "kernel per_warp=%s", us[ui] == 16 ? "bulk" : us[ui] ? bench_fmt("%.0f", us[ui]) : "auto");
-			double rate = payload / (k_us * 1e3);
-			bench_out_row(bo, "entries", bench_fmt("%.0f", n), "method", name,
-				      "median_us", bench_fmt("%.2f", k_us), "min_us", bench_fmt("%.2f", st.min),
-				      "GBps", bench_fmt("%.2f", rate), "ratio", bench_fmt("%.3f", rate / c_rate),
-				      "check", chk, NULL);
+			fails += kernel_row(bo, o, t, &g, dpool, dbytes, n, payload, c_rate, name);
 		}
 		{
 			/* The in-step cost: the auto kernel and the contiguous copy replayed 32
