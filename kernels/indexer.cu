@@ -522,6 +522,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 			}
 		}
 	}
+	idx_pdl_trigger(); /* the histogram flush below is short: let the filter launch */
 	__syncthreads();
 #pragma unroll
 	for (int i = 0; i < R; i++) {
@@ -986,6 +987,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
+	idx_pdl_wait(); /* launched as the scan's programmatic dependent (run_indexer) */
 	/* the staging CTAs come first in the launch, so that they read the scan's
 	 * histogram before the row's select clears it. A later read would see some bins
 	 * zeroed: a lower cut (a superset staged, cap permitting) or none (nothing
@@ -1331,7 +1333,21 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		a.st = *p->stage;
 	dim3 fg((unsigned)(fx + sx), (unsigned)p->n_rows);
 	if (!ev) { /* filter with the row's select fused into its last CTA */
-		filter_kernel<true><<<fg, kFThreads, 0, st>>>(a);
+		/* a programmatic dependent of the scan: its launch overlaps the scan's tail
+		 * (it waits for the scan's completion first thing); not across an event */
+		cudaLaunchConfig_t cfg = {};
+		cudaLaunchAttribute at[1];
+		cfg.gridDim = fg;
+		cfg.blockDim = dim3(kFThreads);
+		cfg.stream = st;
+		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = at;
+		cfg.numAttrs = !p->after_scan && !getenv("STRATA_NO_PDL") ? 1 : 0;
+		if (cudaLaunchKernelEx(&cfg, filter_kernel<true>, a) != cudaSuccess) {
+			err = strata_dev_check(dev, "indexer: filter+select launch");
+			return err ? err : STRATA_E_CUDA;
+		}
 		return strata_dev_check(dev, "indexer: filter+select");
 	}
 	if (scored || a.sx) { /* unscored rows: the staging CTAs still have work */

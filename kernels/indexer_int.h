@@ -183,6 +183,22 @@ __device__ __forceinline__ uint32_t idx_bucket_dev(float s)
 	u = (u & 0x8000u) ? (unsigned short)~u : (unsigned short)(u | 0x8000u);
 	return (uint32_t)u >> 5;
 }
+
+/* Programmatic dependent launch (sm_90+; no-ops before): the scan lets the filter's
+ * launch begin once every scan CTA has passed its trigger, and the filter waits for the
+ * scan's completion and memory before it touches anything. */
+__device__ __forceinline__ void idx_pdl_trigger(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void idx_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
 #endif
 
 /* Unique selection key: higher score first, then lower id. */

@@ -23,6 +23,7 @@
 #include "kernels/indexer_int.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 namespace {
 
@@ -33,15 +34,15 @@ constexpr int kTileBytes = kTile * kRowB;     /* 8 KiB */
 constexpr int kHeads = 64;
 constexpr int kPageBytes = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 scales] */
 
-struct Smem {
+template <int S> struct Smem {
 	uint8_t a[kHeads * kRowB];     /* the query, swizzled; 1 KiB-aligned atoms */
-	uint8_t b[2][kTileBytes];      /* key tiles, swizzled */
-	float ks[2][kTile];            /* the keys' fp32 scales */
+	uint8_t b[S][kTileBytes];      /* key tiles, swizzled: an S-stage ring */
+	float ks[S][kTile];            /* the keys' fp32 scales */
 	float w[kHeads];
 	float red[4][kTile];           /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
 };
-constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + alignment slack */
+template <int S> constexpr size_t smem_bytes() { return sizeof(Smem<S>) + 1024; } /* + alignment slack */
 
 /* Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte-swizzled operand. */
 __device__ __forceinline__ uint32_t sw128(int row, int chunk)
@@ -88,28 +89,41 @@ __device__ __forceinline__ void reg_fence(float (&d)[32])
 		asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/* Tile t's 64 keys and scales into buffer `buf` (every thread: 4 + (tid < 16) copies). */
-__device__ __forceinline__ void load_tile(const idx_wg_args &a, const uint8_t *page, Smem &sm,
-					  int buf)
+/* One page's 64 keys and scales into ring slot `slot` (every thread: 4 + (tid < 16)
+ * copies), then a commit: one group per call, empty when `page` is null, so that
+ * "all but the newest S - 2 groups done" always means "this tile's copies done". */
+template <int S>
+__device__ __forceinline__ void load_tile(const uint8_t *page, Smem<S> &sm, int slot)
 {
 	const int tid = threadIdx.x;
-	const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[buf]);
+	if (page) {
+		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]);
 #pragma unroll
-	for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++) {
-		const int q = tid + i * kWgThreads, row = q >> 3, ch = q & 7;
-		cp16(b + sw128(row, ch), page + row * kRowB + ch * 16);
+		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++) {
+			const int q = tid + i * kWgThreads, row = q >> 3, ch = q & 7;
+			cp16(b + sw128(row, ch), page + row * kRowB + ch * 16);
+		}
+		if (tid < kTile * 4 / 16)
+			cp16((uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4]),
+			     page + kTileBytes + tid * 16);
 	}
-	if (tid < kTile * 4 / 16)
-		cp16((uint32_t)__cvta_generic_to_shared(&sm.ks[buf][tid * 4]),
-		     page + kTileBytes + tid * 16);
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+template <int N> __device__ __forceinline__ void wait_groups()
+{
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* CTA x of a request's grid takes tiles x, x + G, x + 2G, ... with S - 1 of them in
+ * flight ahead of the one being scored; each page-table entry is read one tile ahead of
+ * the copy that needs it, so the copies never wait for it. */
+template <int S>
 __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
-	Smem &sm = *reinterpret_cast<Smem *>(
+	Smem<S> &sm = *reinterpret_cast<Smem<S> *>(
 		smem_raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(smem_raw) & 1023)) & 1023));
 	const int req = blockIdx.y, tid = threadIdx.x;
 	const int row = a.req_rows[req];
@@ -119,12 +133,19 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
 	if (L <= a.topk)
 		return; /* not scored: the filter writes 0 .. L-1 */
-	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x;
-	if ((int)blockIdx.x >= tiles)
+	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x, x = (int)blockIdx.x;
+	if (x >= tiles)
 		return;
+	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
+	auto page_of = [&](int i) { /* this CTA's i-th page, or null past the end */
+		return i < n ? a.pages + (size_t)pt[x + i * G] * kPageBytes : nullptr;
+	};
 
-	load_tile(a, a.pages + (size_t)pt[blockIdx.x] * kPageBytes, sm, 0);
+#pragma unroll
+	for (int i = 0; i < S - 1; i++)
+		load_tile<S>(page_of(i), sm, i);
+	const uint8_t *next = page_of(S - 1); /* the page-table read, one tile ahead */
 	{ /* the query (16-byte aligned: the dispatcher checks), the weights, the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
 #pragma unroll
@@ -141,25 +162,22 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	}
 	const uint64_t da = wg_desc((uint32_t)__cvta_generic_to_shared(sm.a));
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
 	float *scores = a.scores + (size_t)row * a.sstride;
 
-	int buf = 0;
-	for (int t = (int)blockIdx.x; t < tiles; t += G, buf ^= 1) {
-		const int nt = t + G;
-		if (nt < tiles) {
-			load_tile(a, a.pages + (size_t)pt[nt] * kPageBytes, sm, buf ^ 1);
-			asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-		} else {
-			asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-		}
-		fence_async_smem(); /* this thread's copies, before the MMA reads them */
-		__syncthreads();
+	for (int i = 0; i < n; i++) {
+		const int slot = i % S, t = x + i * G;
+		wait_groups<S - 2>(); /* this thread's copies of tile i */
+		fence_async_smem();   /* ... before the MMA reads them */
+		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
+		load_tile<S>(next, sm, (i + S - 1) % S);
+		next = page_of(i + S);
 
 		float d[32];
 #pragma unroll
-		for (int i = 0; i < 32; i++)
-			d[i] = 0.0f;
-		const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[buf]));
+		for (int k = 0; k < 32; k++)
+			d[k] = 0.0f;
+		const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[slot]));
 		/* the zeroing above is a register access: it must stay before wgmma.fence (PTX:
 		 * a fence between any register access and the MMA that uses those registers;
 		 * unfenced, the compiler sank the movs below it), as CUTLASS and DeepGEMM
@@ -182,55 +200,101 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			for (int e = 0; e < 2; e++)
 				v[2 * j + e] = fmaf(whi, fmaxf(d[4 * j + 2 + e], 0.0f),
 						    wlo * fmaxf(d[4 * j + e], 0.0f));
+		/* reduce-scatter over the 8 lanes of a key column (g = lane bits 4, 3, 2):
+		 * 8 + 4 + 2 shuffles; lane (g, c) ends with keys 8g + 2c + {0, 1} */
+		float y[8], z[4], u[2];
 #pragma unroll
-		for (int i = 0; i < 16; i++) {
-			v[i] += __shfl_xor_sync(0xffffffffu, v[i], 4);
-			v[i] += __shfl_xor_sync(0xffffffffu, v[i], 8);
-			v[i] += __shfl_xor_sync(0xffffffffu, v[i], 16);
+		for (int j = 0; j < 8; j++) {
+			const float snd = b2 ? v[j] : v[j + 8], kp = b2 ? v[j + 8] : v[j];
+			y[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 16);
 		}
-		if (g == 0)
 #pragma unroll
-			for (int j = 0; j < 8; j++)
+		for (int j = 0; j < 4; j++) {
+			const float snd = b1 ? y[j] : y[j + 4], kp = b1 ? y[j + 4] : y[j];
+			z[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 8);
+		}
 #pragma unroll
-				for (int e = 0; e < 2; e++)
-					sm.red[warp][8 * j + 2 * c + e] = v[2 * j + e];
+		for (int j = 0; j < 2; j++) {
+			const float snd = b0 ? z[j] : z[j + 2], kp = b0 ? z[j + 2] : z[j];
+			u[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 4);
+		}
+		float *red = sm.red[warp];
+		*reinterpret_cast<float2 *>(&red[8 * g + 2 * c]) = make_float2(u[0], u[1]);
 		__syncthreads();
 		if (tid < kTile) {
 			const int key = t * kTile + tid;
-			float s = ((sm.red[0][tid] + sm.red[1][tid]) + sm.red[2][tid]) + sm.red[3][tid];
-			s *= sm.ks[buf][tid];
+			float (*r)[kTile] = sm.red;
+			float s = ((r[0][tid] + r[1][tid]) + r[2][tid]) + r[3][tid];
+			s *= sm.ks[slot][tid];
 			if (key < L) {
 				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 				scores[key] = s;
 				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 			}
 		}
-		__syncthreads(); /* red and this buffer are free again */
+		/* no barrier here: the next tile's first one frees this slot and red */
 	}
+	idx_pdl_trigger(); /* the histogram flush below is short: let the filter launch */
+	__syncthreads();
 	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
 	for (int i = tid; i < IDX_BINS; i += kWgThreads) {
 		const uint32_t v = sm.hist[i];
 		if (v)
 			atomicAdd(&gh[i], v);
 	}
+	wait_groups<0>(); /* the trailing empty groups */
 #endif
 }
 
 } // namespace
+
+/* The ring's depth: STRATA_WG_STAGES (2 .. 4) while the choice is being measured. */
+static int wg_stages(void)
+{
+	static int st = 0; /* benign race: every caller computes the same value */
+	if (!st) {
+		const char *e = getenv("STRATA_WG_STAGES");
+		int v = e ? atoi(e) : 3;
+		st = v < 2 ? 2 : v > 4 ? 4 : v;
+	}
+	return st;
+}
+
+template <int S> static int wg_prepare(void)
+{
+	cudaFuncAttributes fa;
+	return cudaFuncGetAttributes(&fa, scan_wgmma_kernel<S>) == cudaSuccess &&
+	       cudaFuncSetAttribute(scan_wgmma_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+				    (int)smem_bytes<S>()) == cudaSuccess;
+}
+
+template <int S> static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st)
+{
+	int dev = 0, nsm = 0, per_sm = 0;
+	cudaError_t e;
+	if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_wgmma_kernel<S>, kWgThreads,
+								smem_bytes<S>())) != cudaSuccess)
+		return (int)e;
+	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
+	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
+	long long gx = slots / (n_req > 0 ? n_req : 1);
+	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
+	dim3 grid((unsigned)gx, (unsigned)n_req);
+	scan_wgmma_kernel<S><<<grid, kWgThreads, smem_bytes<S>(), st>>>(*a);
+	return (int)cudaGetLastError();
+}
 
 extern "C" int idx_wgmma_ready(void)
 {
 	static int ready = -1; /* benign race: every caller computes the same value */
 	if (ready < 0) {
 		int dev = 0, major = 0, minor = 0;
-		cudaFuncAttributes fa;
 		ready = cudaGetDevice(&dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-			major == 9 && minor == 0 &&
-			cudaFuncGetAttributes(&fa, scan_wgmma_kernel) == cudaSuccess &&
-			cudaFuncSetAttribute(scan_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					     (int)kSmemBytes) == cudaSuccess;
+			major == 9 && minor == 0 && wg_prepare<2>() && wg_prepare<3>() && wg_prepare<4>();
 		if (!ready)
 			(void)cudaGetLastError(); /* "no kernel image" is not sticky: clear it */
 	}
@@ -241,18 +305,10 @@ extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, vo
 {
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
-	int dev = 0, nsm = 0, per_sm = 0;
-	cudaError_t e;
-	if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
-	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_wgmma_kernel, kWgThreads,
-								kSmemBytes)) != cudaSuccess)
-		return (int)e;
-	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
-	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
-	long long gx = slots / (n_req > 0 ? n_req : 1);
-	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
-	dim3 grid((unsigned)gx, (unsigned)n_req);
-	scan_wgmma_kernel<<<grid, kWgThreads, kSmemBytes, (cudaStream_t)stream>>>(*a);
-	return (int)cudaGetLastError();
+	cudaStream_t st = (cudaStream_t)stream;
+	switch (wg_stages()) {
+	case 2: return wg_launch<2>(a, n_req, max_limit, st);
+	case 4: return wg_launch<4>(a, n_req, max_limit, st);
+	default: return wg_launch<3>(a, n_req, max_limit, st);
+	}
 }

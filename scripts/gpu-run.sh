@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -82,6 +82,23 @@ if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, wher
 		"$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt mxfp4 --reps 3 >"$out/ncu_indexer.txt" 2>&1
 	stamp "ncu indexer rc=$?"
 	run fetch 150 bench fetch --check --sizes 512,8192,32768,262144
+	exit 0
+fi
+if [ "$mode" = s8 ]; then # the wgmma scan's ring depth (2-4), PDL on/off, kernel durations (ncu), ~6 min
+	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*|wgmma scan" "$out/ctest_gpu.txt"
+	stamp ctest
+	I="bench indexer --phases --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt fp8 --q8 --wgmma"
+	for st in 2 3 4; do STRATA_WG_STAGES=$st run wg_s$st 120 $I; done
+	J="bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4"
+	run pdl_on 120 $J
+	STRATA_NO_PDL=1 run pdl_off 120 $J
+	for st in 2 4; do
+		STRATA_WG_STAGES=$st timeout 100 ncu --cache-control none --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active --csv \
+			-k 'regex:scan_wgmma|filter_kernel' --launch-skip 4 -c 4 "$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --reps 3 >"$out/ncu_s$st.csv" 2>&1
+		stamp "ncu s$st rc=$?"
+		grep -E "gpu__time|dram__|warps_active" "$out/ncu_s$st.csv" | cut -d, -f5,12- | head -12
+	done
 	exit 0
 fi
 if [ "$mode" = wg ]; then # the FP8 tensor-core scan (scan_wgmma, never run on a GPU before): its test, the indexer with and without it; issue 5's batch-1 ratio three ways, ~5 min
