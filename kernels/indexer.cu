@@ -46,6 +46,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ struct Args {
 	 * filter CTAs */
 	int fx, sx;
 	strata_attn_prestage_params st;
+	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -381,6 +383,8 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 		return; /* whole CTA */
 
 	const int tid = threadIdx.x;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCAN0);
 	const bool qvec = Q8 ? ((uintptr_t)a.q8 & 7) == 0 : ((uintptr_t)a.q & 15) == 0; /* 8 or 16-byte loads */
 #pragma unroll
 	for (int i = 0; i < R; i++) {
@@ -524,6 +528,8 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 	}
 	idx_pdl_trigger(); /* the histogram flush below is short: let the filter launch */
 	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCAN1);
 #pragma unroll
 	for (int i = 0; i < R; i++) {
 		if (!lim[i])
@@ -853,6 +859,8 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
 	__syncthreads();
 	const int b2s = sm.bin;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CUT2);
 	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
 	const int need = k - (int)above1 - (int)above2;
 
@@ -880,6 +888,8 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 		}
 	}
 	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CLASS);
 	const uint32_t nC = sm.n_c;
 	auto take = [&](unsigned long long key) {
 		uint32_t at = above1 + agg_inc(&sm.n_t, true);
@@ -926,7 +936,11 @@ __device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32
 		}
 	}
 	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
 	sort_emit(a, row, L, sm, tmp);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT1);
 }
 
 /* Clears what the row used of the counters (hist, hist2, count) once nothing reads
@@ -943,6 +957,8 @@ __device__ void clear_row(const Args &a, int row)
 		h2[i] = z;
 	if (threadIdx.x < IDX_CNT)
 		a.count[(size_t)row * IDX_CNT + threadIdx.x] = 0;
+	if (threadIdx.x == 0)
+		idx_trace(a.trace, IDX_T_END);
 }
 
 /* First-level cut of a row from the scan's histogram; false when there is none (an
@@ -988,6 +1004,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	__shared__ SelSmem sm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
 	idx_pdl_wait(); /* launched as the scan's programmatic dependent (run_indexer) */
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FILT0);
 	/* the staging CTAs come first in the launch, so that they read the scan's
 	 * histogram before the row's select clears it. A later read would see some bins
 	 * zeroed: a lower cut (a superset staged, cap permitting) or none (nothing
@@ -1077,6 +1095,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	__threadfence(); /* this CTA's list entries and bins before its "done" */
 	__syncthreads();
 	if (tid == 0) {
+		idx_trace(a.trace, IDX_T_FILT1);
 		const uint32_t chunks = (uint32_t)((L + kFChunk - 1) / kFChunk);
 		const uint32_t nblk = chunks < (uint32_t)a.fx ? chunks : (uint32_t)a.fx; /* CTAs with work */
 		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
@@ -1220,6 +1239,37 @@ static void filter_shape(int nsm, const strata_indexer_params *p, int *fx_out, i
 	*sx_out = (int)sx;
 }
 
+/* STRATA_IDX_TRACE=1 (a diagnostic): each uncaptured call's timeline (idx_trace) to
+ * stderr, in us from the scan's first CTA; the call synchronises its stream. */
+static unsigned long long *trace_begin(cudaStream_t st)
+{
+	static unsigned long long *buf = nullptr;
+	static int on = -1;
+	if (on < 0)
+		on = getenv("STRATA_IDX_TRACE") && cudaMalloc(&buf, 8 * IDX_TRACE_N) == cudaSuccess;
+	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	if (!on || cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+		return nullptr;
+	cudaMemsetAsync(buf, 0xff, 8 * IDX_T_SCAN1, st); /* min slots */
+	cudaMemsetAsync(buf + IDX_T_SCAN1, 0, 8 * (IDX_TRACE_N - IDX_T_SCAN1), st);
+	return buf;
+}
+
+static void trace_end(cudaStream_t st, const unsigned long long *buf)
+{
+	unsigned long long t[IDX_TRACE_N];
+	if (cudaMemcpyAsync(t, buf, sizeof t, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+	    cudaStreamSynchronize(st) != cudaSuccess)
+		return;
+	static const char *name[IDX_TRACE_N] = { "scan0", "filt0", "scan1", "filt1", "cut2",
+						 "class", "sort0", "sort1", "end" };
+	fprintf(stderr, "idx-trace us:");
+	for (int i = 1; i < IDX_TRACE_N; i++)
+		fprintf(stderr, " %s %.2f", name[i],
+			t[i] && t[i] != ~0ull ? (double)(long long)(t[i] - t[0]) / 1e3 : -1.0);
+	fprintf(stderr, "\n");
+}
+
 /* The whole indexer on stream s; with ev (5 events) recorded at the start, after the
  * (former) memset, and after each of the scan, filter and select (the phases benchmark
  * aid). */
@@ -1281,6 +1331,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.cut_epoch = p->cut_epoch;
 
 	cudaStream_t st = reinterpret_cast<cudaStream_t>(kstream(dev, s));
+	a.trace = ev ? nullptr : trace_begin(st);
 	/* no memset: the counters are zero at rest (indexer_int.h); ms[0] stays as the
 	 * phases path's first figure, now two back-to-back events */
 	if (ev) {
@@ -1293,7 +1344,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		if (strata_k_indexer_wgmma(dev, p)) { /* FP8 tensor cores (indexer_wgmma.cu) */
 			const idx_wg_args w = { p->q8, p->pages, p->w, p->req_rows, p->row_limit,
 						p->page_table, a.scores, a.hist, a.sstride,
-						p->max_pages, a.lim_cap, p->topk };
+						p->max_pages, a.lim_cap, p->topk, a.trace };
 			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st);
 		} else {
 			e = p->fmt == STRATA_INDEX_MXFP4
@@ -1348,6 +1399,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			err = strata_dev_check(dev, "indexer: filter+select launch");
 			return err ? err : STRATA_E_CUDA;
 		}
+		if (a.trace)
+			trace_end(st, a.trace);
 		return strata_dev_check(dev, "indexer: filter+select");
 	}
 	if (scored || a.sx) { /* unscored rows: the staging CTAs still have work */

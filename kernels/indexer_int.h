@@ -79,7 +79,13 @@ typedef struct idx_wg_args {
 	uint32_t *hist;
 	size_t sstride;
 	int max_pages, lim_cap, topk;
+	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 } idx_wg_args;
+
+/* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
+ * %globaltimer ns at these points, the first two folded by min, the rest by max. */
+enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLASS,
+       IDX_T_SORT0, IDX_T_SORT1, IDX_T_END, IDX_TRACE_N };
 
 #ifdef STRATA_HAVE_CUDA
 #ifdef __cplusplus
@@ -192,6 +198,17 @@ __device__ __forceinline__ void idx_pdl_trigger(void)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void idx_trace(unsigned long long *t, int at)
+{
+	if (!t)
+		return;
+	unsigned long long ns;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+	if (at < IDX_T_SCAN1)
+		atomicMin(t + at, ns);
+	else
+		atomicMax(t + at, ns);
 }
 __device__ __forceinline__ void idx_pdl_wait(void)
 {

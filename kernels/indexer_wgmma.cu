@@ -137,6 +137,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	if (x >= tiles)
 		return;
 	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCAN0);
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
 	auto page_of = [&](int i) { /* this CTA's i-th page, or null past the end */
 		return i < n ? a.pages + (size_t)pt[x + i * G] * kPageBytes : nullptr;
@@ -236,6 +238,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	}
 	idx_pdl_trigger(); /* the histogram flush below is short: let the filter launch */
 	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCAN1);
 	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
 	for (int i = tid; i < IDX_BINS; i += kWgThreads) {
 		const uint32_t v = sm.hist[i];
