@@ -567,6 +567,7 @@ struct SelSmem {
 	uint32_t h256[256];
 	int bin, digit, dcnt, last;
 	uint32_t above, dabove, n_t, n_c;
+	uint32_t g_sel, g_cand; /* filter: this chunk's places in the row's two lists */
 };
 
 /* This thread's NB counts of a histogram for find_cut_of, read through L2 (other CTAs
@@ -1041,41 +1042,62 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		sub_bounds(bstar, &base, &shift);
 		for (int i = tid; i < IDX_BINS2; i += kFThreads)
 			sm.u.h2[i] = 0;
+		if (tid == 0)
+			sm.n_t = 0, sm.n_c = 0;
 		__syncthreads();
 		const int lane = tid & 31;
 		const unsigned lt = (1u << lane) - 1u;
-		/* chunks x, x + fx, ... (large batches: fewer CTAs, one cut and flush each) */
+		/* chunks x, x + fx, ... (large batches: fewer CTAs, one cut and flush each).
+		 * Places in the row's lists: one 64-bit atomic per chunk for the whole CTA
+		 * (selected count low, candidates high), not one per warp and score. */
+		unsigned long long *cnt64 =
+			reinterpret_cast<unsigned long long *>(a.count + (size_t)row * IDX_CNT);
 		for (;;) {
+			unsigned ms[kFPer], mc[kFPer];
+			uint32_t ns = 0, nc = 0;
 #pragma unroll
 			for (int u = 0; u < kFPer; u++) {
 				const int j = start + u * kFThreads + tid;
-				const bool valid = j < L;
-				const uint32_t b = valid ? idx_bucket_dev(s[u]) : 0u;
-				const bool is_sel = valid && b > bstar, is_cand = valid && b == bstar;
-				const unsigned ms = __ballot_sync(0xffffffffu, is_sel);
-				const unsigned mc = __ballot_sync(0xffffffffu, is_cand);
-				uint32_t bs = 0, bc = 0;
-				if (lane == 0) {
-					if (ms)
-						bs = atomicAdd(&a.count[(size_t)row * IDX_CNT], (uint32_t)__popc(ms));
-					if (mc)
-						bc = atomicAdd(&a.count[(size_t)row * IDX_CNT + 1], (uint32_t)__popc(mc));
-				}
-				bs = __shfl_sync(0xffffffffu, bs, 0);
-				bc = __shfl_sync(0xffffffffu, bc, 0);
-				if (is_sel) {
-					uint32_t idx = bs + (uint32_t)__popc(ms & lt);
+				const uint32_t b = j < L ? idx_bucket_dev(s[u]) : 0u;
+				ms[u] = __ballot_sync(0xffffffffu, j < L && b > bstar);
+				mc[u] = __ballot_sync(0xffffffffu, j < L && b == bstar);
+				ns += (uint32_t)__popc(ms[u]);
+				nc += (uint32_t)__popc(mc[u]);
+			}
+			uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
+			if (lane == 0 && ns)
+				ws = atomicAdd(&sm.n_t, ns);
+			if (lane == 0 && nc)
+				wc = atomicAdd(&sm.n_c, nc);
+			__syncthreads();
+			if (tid == 0) {
+				const unsigned long long both = sm.n_t | (unsigned long long)sm.n_c << 32;
+				const unsigned long long at = both ? atomicAdd(cnt64, both) : 0ull;
+				sm.g_sel = (uint32_t)at;
+				sm.g_cand = (uint32_t)(at >> 32);
+				sm.n_t = 0, sm.n_c = 0; /* every warp has added: ready for the next chunk */
+			}
+			__syncthreads();
+			uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0);
+			uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0);
+#pragma unroll
+			for (int u = 0; u < kFPer; u++) {
+				const int j = start + u * kFThreads + tid;
+				if (ms[u] >> lane & 1) {
+					const uint32_t idx = bs + (uint32_t)__popc(ms[u] & lt);
 					if (idx < (uint32_t)k)
 						a.sel[(size_t)row * k + idx] = j;
 				}
-				if (is_cand) {
+				if (mc[u] >> lane & 1) {
 					const uint32_t o = idx_ord32(s[u]);
 					agg_inc(&sm.u.h2[sub_of(o, base, shift)], true);
-					uint32_t idx = bc + (uint32_t)__popc(mc & lt);
+					const uint32_t idx = bc + (uint32_t)__popc(mc[u] & lt);
 					if (idx < a.cap)
 						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
 							(unsigned long long)(0xffffffffu - (uint32_t)j);
 				}
+				bs += (uint32_t)__popc(ms[u]);
+				bc += (uint32_t)__popc(mc[u]);
 			}
 			start += a.fx * kFChunk;
 			if (start >= L)
@@ -1344,7 +1366,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		if (strata_k_indexer_wgmma(dev, p)) { /* FP8 tensor cores (indexer_wgmma.cu) */
 			const idx_wg_args w = { p->q8, p->pages, p->w, p->req_rows, p->row_limit,
 						p->page_table, a.scores, a.hist, a.sstride,
-						p->max_pages, a.lim_cap, p->topk, a.trace };
+						p->max_pages, a.lim_cap, p->topk, a.trace,
+						p->fmt == STRATA_INDEX_MXFP4 };
 			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st);
 		} else {
 			e = p->fmt == STRATA_INDEX_MXFP4

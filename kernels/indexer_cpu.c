@@ -149,7 +149,7 @@ int strata_k_indexer_stage_ctas(strata_dev *dev, const strata_indexer_params *p,
 
 int strata_k_indexer_wgmma(const strata_dev *dev, const strata_indexer_params *p)
 {
-	if (!p || !p->scan_wgmma || p->fmt != STRATA_INDEX_FP8 || !p->q8 ||
+	if (!p || !p->scan_wgmma || !p->q8 ||
 	    ((uintptr_t)p->q8 & 15) || p->heads != 64 || p->B != 64 || p->max_rows != 1 ||
 	    !strata_dev_is_gpu(dev))
 		return 0;

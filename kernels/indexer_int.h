@@ -68,8 +68,8 @@ STRATA_HD uint32_t idx_fp8_pair_bits(uint32_t word, int sub)
 }
 #define IDX_FP8_PAIR_SCALE_BITS 0x7B80u /* bf16 2^120 */
 
-/* The FP8 tensor-core (wgmma) scan's inputs (indexer_wgmma.cu, built for sm_90a): FP8
- * keys with B = 64, FP8 queries of 64 heads (16-byte aligned), one row per request.
+/* The FP8 tensor-core (wgmma) scan's inputs (indexer_wgmma.cu, built for sm_90a): FP8 or
+ * MXFP4 keys with B = 64, FP8 queries of 64 heads (16-byte aligned), one row per request.
  * It writes scores and the first-level histogram as the default scan does. */
 typedef struct idx_wg_args {
 	const uint8_t *q8, *pages;
@@ -80,6 +80,7 @@ typedef struct idx_wg_args {
 	size_t sstride;
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
+	int mx;                    /* MXFP4 keys (else FP8) */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
@@ -99,6 +100,73 @@ int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream)
 }
 #endif
 #endif
+
+/* ---- MXFP4 keys as e4m3 (the wgmma scan converts each tile in shared memory) ---------
+ * A key's value in group g is e2m1 x 2^(s_g - 127). With m = max_g s_g it is written as
+ * e4m3(e2m1 x 2^t) x 2^(m - 133), t = s_g - m + 6 <= 6: e2m1 magnitudes are {0, .5, 1,
+ * 1.5, 2, 3, 4, 6}, so every t in [-8, 6] is exact in e4m3 (6 x 2^6 = 384 <= 448, and
+ * 0.5 x 2^-8 is e4m3's least subnormal). A group more than 14 octaves below its key's
+ * largest (t < -8) is read as zero: its values are below 2^-14 of the largest group's
+ * largest possible value. */
+
+/* prmt: byte j of the result is byte (sel nibble j & 7) of hi:lo. */
+STRATA_HD uint32_t idx_prmt(uint32_t lo, uint32_t hi, uint32_t sel)
+{
+#ifdef __CUDA_ARCH__
+	return __byte_perm(lo, hi, sel & 0x7777u);
+#else
+	uint64_t v = lo | (uint64_t)hi << 32;
+	uint32_t r = 0;
+	for (int j = 0; j < 4; j++)
+		r |= (uint32_t)(v >> (8 * ((sel >> (4 * j)) & 7)) & 255u) << (8 * j);
+	return r;
+#endif
+}
+
+/* The 8 e4m3 magnitudes of e2m1 codes 0-7 at group offset d = s_g - m (<= 0), as two prmt
+ * tables (codes 0-3 in lo, 4-7 in hi). */
+STRATA_HD void idx_mx_lut(int d, uint32_t *lo, uint32_t *hi)
+{
+	const int t = d + 6;
+	if (t >= -5) { /* all normal: the t = -5 bytes with the exponent raised by t + 5 */
+		const uint32_t add = (uint32_t)(t + 5) * 8u;
+		*lo = 0x14100800u + add * 0x01010100u; /* 0, 2^-6, 2^-5, 1.5 x 2^-5 */
+		*hi = 0x24201C18u + add * 0x01010101u; /* 2^-4, 1.5 x 2^-4, 2^-3, 1.5 x 2^-3 */
+		return;
+	}
+	*lo = *hi = 0;
+	if (t < -8)
+		return; /* read as zero (above) */
+	static const uint32_t twice[8] = { 0, 1, 2, 3, 4, 6, 8, 12 }; /* 2 x e2m1 */
+	for (int c = 1; c < 8; c++) {
+		const uint32_t u = twice[c] << (t + 8); /* the value in units of 2^-9 */
+		uint32_t byte = u; /* below 8: a subnormal's mantissa */
+		if (u >= 8) {
+			int e = 3;
+			while (u >> (e + 1))
+				e++;
+			byte = (uint32_t)(e - 2) << 3 | ((u >> (e - 3)) & 7u);
+		}
+		if (c < 4)
+			*lo |= byte << (8 * c);
+		else
+			*hi |= byte << (8 * (c - 4));
+	}
+}
+
+/* 4 e2m1 codes (the low 16 bits of x, in dim order) as 4 e4m3 bytes. */
+STRATA_HD uint32_t idx_mx_four(uint32_t x, uint32_t lo, uint32_t hi)
+{
+	const uint32_t mag = idx_prmt(lo, hi, x & 0x7777u);
+	const uint32_t y = idx_prmt(x, 0u, 0x1100u); /* code bytes [x0, x0, x1, x1] */
+	return mag | ((y << 4) & 0x00800080u) | (y & 0x80008000u); /* each code's sign bit */
+}
+
+/* 2^(m - 133): the key's scale (a subnormal float below m = 7). */
+STRATA_HD float idx_mx_key_scale(uint32_t m)
+{
+	return codec_u2f(m >= 7 ? (m - 6) << 23 : 1u << (m + 16));
+}
 
 /* Key dim of pair p's half h (0 low, 1 high) in quarter c. */
 STRATA_HD int idx_dim_of_pair(strata_index_fmt fmt, int c, int p, int h)

@@ -23,7 +23,6 @@
 #include "kernels/indexer_int.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 
 namespace {
 
@@ -32,17 +31,26 @@ constexpr int kTile = 64;                     /* keys per tile: one page of B = 
 constexpr int kRowB = 128;                    /* bytes per key or query head */
 constexpr int kTileBytes = kTile * kRowB;     /* 8 KiB */
 constexpr int kHeads = 64;
-constexpr int kPageBytes = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 scales] */
+constexpr int kFp8Page = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 fp32 scales] */
+constexpr int kMxPage = kTile * (64 + 4);      /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
+template <bool MX> constexpr int page_bytes() { return MX ? kMxPage : kFp8Page; }
 
-template <int S> struct Smem {
-	uint8_t a[kHeads * kRowB];     /* the query, swizzled; 1 KiB-aligned atoms */
-	uint8_t b[S][kTileBytes];      /* key tiles, swizzled: an S-stage ring */
-	float ks[S][kTile];            /* the keys' fp32 scales */
+/* FP8 (MX false): the ring holds key tiles copied straight into the swizzled operand
+ * layout. MXFP4: the ring holds raw pages; each tile is converted to e4m3 into the
+ * one operand buffer (mx_convert) before its MMA. */
+template <int S, bool MX> struct Smem {
+	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
+	uint8_t b[MX ? 1 : S][kTileBytes];     /* key tiles, swizzled */
+	float ks[MX ? 1 : S][kTile];           /* the keys' fp32 scales */
+	uint8_t raw[MX ? S : 1][MX ? kMxPage : 16]; /* MXFP4: the raw pages' ring */
 	float w[kHeads];
-	float red[4][kTile];           /* each warp's per-key sum over its 16 heads */
+	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
 };
-template <int S> constexpr size_t smem_bytes() { return sizeof(Smem<S>) + 1024; } /* + alignment slack */
+template <int S, bool MX> constexpr size_t smem_bytes()
+{
+	return sizeof(Smem<S, MX>) + 1024; /* + alignment slack */
+}
 
 /* Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte-swizzled operand. */
 __device__ __forceinline__ uint32_t sw128(int row, int chunk)
@@ -89,14 +97,23 @@ __device__ __forceinline__ void reg_fence(float (&d)[32])
 		asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/* One page's 64 keys and scales into ring slot `slot` (every thread: 4 + (tid < 16)
- * copies), then a commit: one group per call, empty when `page` is null, so that
- * "all but the newest S - 2 groups done" always means "this tile's copies done". */
-template <int S>
-__device__ __forceinline__ void load_tile(const uint8_t *page, Smem<S> &sm, int slot)
+/* One page's 64 keys and scales into ring slot `slot` (every thread: FP8 4 + (tid < 16)
+ * copies, MXFP4 2 + (tid < 16)), then a commit: one group per call, empty when `page`
+ * is null, so that "all but the newest S - 2 groups done" always means "this tile's
+ * copies done". */
+template <int S, bool MX>
+__device__ __forceinline__ void load_tile(const uint8_t *page, Smem<S, MX> &sm, int slot)
 {
 	const int tid = threadIdx.x;
-	if (page) {
+	if (page && MX) {
+		const uint32_t r = (uint32_t)__cvta_generic_to_shared(sm.raw[slot]);
+#pragma unroll
+		for (int i = 0; i < (kMxPage / 16 + kWgThreads - 1) / kWgThreads; i++) {
+			const int q = tid + i * kWgThreads;
+			if (q < kMxPage / 16)
+				cp16(r + 16 * q, page + 16 * q);
+		}
+	} else if (page) {
 		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]);
 #pragma unroll
 		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++) {
@@ -110,6 +127,33 @@ __device__ __forceinline__ void load_tile(const uint8_t *page, Smem<S> &sm, int 
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+/* Raw page `slot` into the operand buffer as e4m3 (swizzled) and the keys' scales. */
+template <int S>
+__device__ __forceinline__ void mx_convert(Smem<S, true> &sm, int slot)
+{
+	const int tid = threadIdx.x;
+	const uint8_t *raw = sm.raw[slot];
+#pragma unroll
+	for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++) {
+		const int q = tid + i * kWgThreads, row = q >> 3, ch = q & 7; /* dims 16ch .. */
+		const uint2 pay = *reinterpret_cast<const uint2 *>(raw + row * 64 + ch * 8);
+		const uint32_t sc = *reinterpret_cast<const uint32_t *>(raw + kTile * 64 + row * 4);
+		uint32_t m = __vmaxu4(sc, sc >> 16);
+		m = __vmaxu4(m, m >> 8) & 255u;
+		const int sg = (int)((sc >> (8 * (ch >> 1))) & 255u);
+		uint32_t lo, hi;
+		idx_mx_lut(sg - (int)m, &lo, &hi);
+		uint4 o;
+		o.x = idx_mx_four(pay.x, lo, hi);
+		o.y = idx_mx_four(pay.x >> 16, lo, hi);
+		o.z = idx_mx_four(pay.y, lo, hi);
+		o.w = idx_mx_four(pay.y >> 16, lo, hi);
+		*reinterpret_cast<uint4 *>(sm.b[0] + sw128(row, ch)) = o;
+		if (ch == 0)
+			sm.ks[0][row] = idx_mx_key_scale(m);
+	}
+}
+
 template <int N> __device__ __forceinline__ void wait_groups()
 {
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
@@ -118,12 +162,12 @@ template <int N> __device__ __forceinline__ void wait_groups()
 /* CTA x of a request's grid takes tiles x, x + G, x + 2G, ... with S - 1 of them in
  * flight ahead of the one being scored; each page-table entry is read one tile ahead of
  * the copy that needs it, so the copies never wait for it. */
-template <int S>
+template <int S, bool MX>
 __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
-	Smem<S> &sm = *reinterpret_cast<Smem<S> *>(
+	Smem<S, MX> &sm = *reinterpret_cast<Smem<S, MX> *>(
 		smem_raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(smem_raw) & 1023)) & 1023));
 	const int req = blockIdx.y, tid = threadIdx.x;
 	const int row = a.req_rows[req];
@@ -141,12 +185,12 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		idx_trace(a.trace, IDX_T_SCAN0);
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
 	auto page_of = [&](int i) { /* this CTA's i-th page, or null past the end */
-		return i < n ? a.pages + (size_t)pt[x + i * G] * kPageBytes : nullptr;
+		return i < n ? a.pages + (size_t)pt[x + i * G] * page_bytes<MX>() : nullptr;
 	};
 
 #pragma unroll
 	for (int i = 0; i < S - 1; i++)
-		load_tile<S>(page_of(i), sm, i);
+		load_tile<S, MX>(page_of(i), sm, i);
 	const uint8_t *next = page_of(S - 1); /* the page-table read, one tile ahead */
 	{ /* the query (16-byte aligned: the dispatcher checks), the weights, the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
@@ -172,14 +216,20 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		load_tile<S>(next, sm, (i + S - 1) % S);
+		load_tile<S, MX>(next, sm, (i + S - 1) % S);
 		next = page_of(i + S);
+		const int kb = MX ? 0 : slot; /* the operand buffer */
+		if constexpr (MX) {
+			mx_convert<S>(sm, slot);
+			fence_async_smem(); /* the converted keys' generic stores, before the MMA */
+			__syncthreads();
+		}
 
 		float d[32];
 #pragma unroll
 		for (int k = 0; k < 32; k++)
 			d[k] = 0.0f;
-		const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[slot]));
+		const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[kb]));
 		/* the zeroing above is a register access: it must stay before wgmma.fence (PTX:
 		 * a fence between any register access and the MMA that uses those registers;
 		 * unfenced, the compiler sank the movs below it), as CUTLASS and DeepGEMM
@@ -227,7 +277,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			const int key = t * kTile + tid;
 			float (*r)[kTile] = sm.red;
 			float s = ((r[0][tid] + r[1][tid]) + r[2][tid]) + r[3][tid];
-			s *= sm.ks[slot][tid];
+			s *= sm.ks[kb][tid];
 			if (key < L) {
 				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 				scores[key] = s;
@@ -252,41 +302,36 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 
 } // namespace
 
-/* The ring's depth: STRATA_WG_STAGES (2 .. 4) while the choice is being measured. */
-static int wg_stages(void)
-{
-	static int st = 0; /* benign race: every caller computes the same value */
-	if (!st) {
-		const char *e = getenv("STRATA_WG_STAGES");
-		int v = e ? atoi(e) : 3;
-		st = v < 2 ? 2 : v > 4 ? 4 : v;
-	}
-	return st;
-}
+/* The ring's depth: 2 (a tile in flight while one is scored). Measured on the H200 at
+ * 1M keys, cold L2: 2 stages 24.4 us one row, 0.62 / 0.71 of the roofline at batch 8 /
+ * 32; 4 stages 25.2 us, 0.58 / 0.65 (fewer CTAs fit). */
+constexpr int kStages = 2;
 
-template <int S> static int wg_prepare(void)
+template <int S, bool MX> static int wg_prepare(void)
 {
 	cudaFuncAttributes fa;
-	return cudaFuncGetAttributes(&fa, scan_wgmma_kernel<S>) == cudaSuccess &&
-	       cudaFuncSetAttribute(scan_wgmma_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-				    (int)smem_bytes<S>()) == cudaSuccess;
+	return cudaFuncGetAttributes(&fa, scan_wgmma_kernel<S, MX>) == cudaSuccess &&
+	       cudaFuncSetAttribute(scan_wgmma_kernel<S, MX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+				    (int)smem_bytes<S, MX>()) == cudaSuccess;
 }
 
-template <int S> static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st)
+template <int S, bool MX>
+static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
 	if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
 	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_wgmma_kernel<S>, kWgThreads,
-								smem_bytes<S>())) != cudaSuccess)
+	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_wgmma_kernel<S, MX>,
+								kWgThreads, smem_bytes<S, MX>())) !=
+		    cudaSuccess)
 		return (int)e;
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	dim3 grid((unsigned)gx, (unsigned)n_req);
-	scan_wgmma_kernel<S><<<grid, kWgThreads, smem_bytes<S>(), st>>>(*a);
+	scan_wgmma_kernel<S, MX><<<grid, kWgThreads, smem_bytes<S, MX>(), st>>>(*a);
 	return (int)cudaGetLastError();
 }
 
@@ -298,7 +343,8 @@ extern "C" int idx_wgmma_ready(void)
 		ready = cudaGetDevice(&dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-			major == 9 && minor == 0 && wg_prepare<2>() && wg_prepare<3>() && wg_prepare<4>();
+			major == 9 && minor == 0 && wg_prepare<kStages, false>() &&
+			wg_prepare<kStages, true>();
 		if (!ready)
 			(void)cudaGetLastError(); /* "no kernel image" is not sticky: clear it */
 	}
@@ -310,9 +356,6 @@ extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, vo
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
 	cudaStream_t st = (cudaStream_t)stream;
-	switch (wg_stages()) {
-	case 2: return wg_launch<2>(a, n_req, max_limit, st);
-	case 4: return wg_launch<4>(a, n_req, max_limit, st);
-	default: return wg_launch<3>(a, n_req, max_limit, st);
-	}
+	return a->mx ? wg_launch<kStages, true>(a, n_req, max_limit, st)
+		     : wg_launch<kStages, false>(a, n_req, max_limit, st);
 }

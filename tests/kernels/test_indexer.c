@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels/indexer_int.h"
 #include "indexer_tdata.h"
@@ -317,6 +318,53 @@ START_TEST(gpu_register_layout)
 }
 END_TEST
 
+/* The wgmma scan's MXFP4 -> e4m3 conversion (indexer_int.h idx_mx_*), on the CPU: every
+ * value times its key's scale equals the exact dequantised value, for group spans up to
+ * 14 octaves; groups further below read as zero. All 16 codes, every span 0 .. 20. */
+START_TEST(mxfp4_as_e4m3)
+{
+	uint64_t rs = 99;
+	uint8_t page[64 * 68];
+	for (int rep = 0; rep < 400; rep++) {
+		for (int i = 0; i < 64 * 64; i++)
+			page[i] = (uint8_t)(rep * 131 + i * 7 + (i >> 6)); /* every code pair */
+		for (int key = 0; key < 64; key++) {
+			rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+			const int m = 1 + (int)(rs >> 33) % 250, span = (rep + key) % 21;
+			for (int g = 0; g < 4; g++) {
+				int sg = m - (int)((rs >> (8 * g + 3)) % (uint64_t)(span + 1));
+				page[64 * 64 + key * 4 + g] = (uint8_t)(g == key % 4 ? m : sg < 0 ? 0 : sg);
+			}
+		}
+		for (int key = 0; key < 64; key++) {
+			float v[128], one;
+			idx_key_dequant(STRATA_INDEX_MXFP4, page, 64, key, v, &one);
+			const uint8_t *sc = page + 64 * 64 + key * 4;
+			uint32_t m = 0;
+			for (int g = 0; g < 4; g++)
+				m = sc[g] > m ? sc[g] : m;
+			const float ks = idx_mx_key_scale(m);
+			ck_assert(ks == ldexpf(1.0f, (int)m - 133));
+			for (int ch = 0; ch < 8; ch++) { /* dims 16ch .. 16ch + 15, as the kernel */
+				uint32_t lo, hi, w[2];
+				idx_mx_lut((int)sc[ch >> 1] - (int)m, &lo, &hi);
+				memcpy(w, page + key * 64 + ch * 8, 8);
+				const uint32_t o[4] = { idx_mx_four(w[0], lo, hi), idx_mx_four(w[0] >> 16, lo, hi),
+							idx_mx_four(w[1], lo, hi), idx_mx_four(w[1] >> 16, lo, hi) };
+				for (int e = 0; e < 16; e++) {
+					const int d = 16 * ch + e;
+					const float got = codec_e4m3_decode((uint8_t)(o[e / 4] >> (8 * (e % 4)))) * ks;
+					const float want = (int)sc[ch >> 1] - (int)m < -14 ? 0.0f : v[d];
+					ck_assert_msg(got == want || (got == 0 && want == 0),
+						      "key %d dim %d (scale %d, max %u): %g != %g", key, d,
+						      sc[ch >> 1], m, got, want);
+				}
+			}
+		}
+	}
+}
+END_TEST
+
 START_TEST(ordering_keys)
 {
 	ck_assert_uint_eq(idx_ord32(-0.0f), idx_ord32(0.0f));
@@ -342,6 +390,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, fp8_queries);
 	tcase_add_test(tc, gpu_register_layout);
 	tcase_add_test(tc, ordering_keys);
+	tcase_add_test(tc, mxfp4_as_e4m3);
 	suite_add_tcase(s, tc);
 	return s;
 }
