@@ -1417,7 +1417,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 		at[0].val.programmaticStreamSerializationAllowed = 1;
 		cfg.attrs = at;
-		cfg.numAttrs = !p->after_scan && !getenv("STRATA_NO_PDL") ? 1 : 0;
+		cfg.numAttrs = p->after_scan ? 0 : 1;
 		if (cudaLaunchKernelEx(&cfg, filter_kernel<true>, a) != cudaSuccess) {
 			err = strata_dev_check(dev, "indexer: filter+select launch");
 			return err ? err : STRATA_E_CUDA;

@@ -1,18 +1,24 @@
-// Indexer scan on Hopper's FP8 tensor cores (wgmma), for FP8 keys and FP8 queries
-// (strata_indexer_params.scan_wgmma; kernels.h). Built for sm_90a only: FP8 mma.sync is
-// emulated through fp16 on Hopper (measured slower than the bf16 scan), so FP8 tensor
-// throughput needs the warpgroup MMA.
+// Indexer scan on Hopper's FP8 tensor cores (wgmma), for FP8 or MXFP4 keys and FP8
+// queries (strata_indexer_params.scan_wgmma; kernels.h). Built for sm_90a only: FP8
+// mma.sync is emulated through fp16 on Hopper (measured slower than the bf16 scan), so
+// FP8 tensor throughput needs the warpgroup MMA.
 //
 // One CTA = one warpgroup (4 warps) of one request, one query row. Its 64 heads x 128
-// query bytes are the A operand, staged once; a tile is one page of 64 keys (B = 64:
-// 64 x 128 key bytes, contiguous in the page), the B operand, double-buffered with
-// cp.async. Both sit in shared memory in the 128-byte-swizzled K-major layout (rows of
-// 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at j ^ (r % 8)), so each
-// tile is 4 wgmma m64n64k32 (k-steps of 32 bytes: the descriptors' start advances by 32
-// bytes inside the swizzled rows). Epilogue per tile: ReLU and the head weights on the
-// accumulators (warp w holds heads 16w .. 16w + 15), a butterfly over the 8 lanes that
-// share a key, the 4 warps' sums added in a fixed order in shared memory, times the
-// key's scale: every key's score has the same shape wherever it sits, so equal keys get
+// query bytes are the A operand, staged once; a tile is one page of 64 keys (B = 64),
+// the B operand. Both sit in shared memory in the 128-byte-swizzled K-major layout
+// (rows of 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at j ^ (r % 8)),
+// so each tile is 4 wgmma m64n64k32 (k-steps of 32 bytes: the descriptors' start
+// advances by 32 bytes inside the swizzled rows). FP8 pages are copied by cp.async
+// straight into that layout, a ring of kStages tiles; MXFP4 pages are copied raw into
+// the ring and each is rewritten as e4m3 into the operand buffer before its MMA
+// (indexer_int.h idx_mx_*: exact for group scales within 14 octaves of the key's
+// largest). A CTA takes tiles x, x + G, ...; each page-table entry is read a tile
+// ahead of its copy.
+//
+// Epilogue per tile: ReLU and the head weights on the accumulators (warp w holds heads
+// 16w .. 16w + 15), a reduce-scatter over the 8 lanes that share a key column (14
+// shuffles), the 4 warps' sums added in a fixed order in shared memory, times the key's
+// scale: every key's score has the same shape wherever it sits, so equal keys get
 // equal scores. Scores and the 2048-bucket histogram as the other scan writes them.
 //
 // Hopper's FP8 tensor cores add with about 13 mantissa bits, so scores differ from the

@@ -227,12 +227,15 @@ typedef struct strata_indexer_params {
 	 * this; FP8 tensor cores need wgmma.) 8-byte alignment is faster; any works. */
 	const uint8_t *q8;
 	/* 1: score on Hopper's FP8 tensor cores (wgmma, an sm_90a kernel) where the call
-	 * allows it: FP8 keys, q8 16-byte aligned, 64 heads, B = 64, max_rows 1, a
-	 * compute capability 9.0 GPU (strata_k_indexer_wgmma says whether it does); the
-	 * default scan elsewhere and on the CPU. EXPERIMENTAL: these tensor cores add
-	 * with about 13 mantissa bits, so scores differ from the CPU twin's by up to about
-	 * 1e-3 of sum_h |w_h| sum_d |q_hd k_jd| (the same on every call, equal for equal
-	 * keys), and a selected set only where entries sit that close to the k-th. */
+	 * allows it: FP8 or MXFP4 keys, q8 16-byte aligned, 64 heads, B = 64, max_rows 1,
+	 * a compute capability 9.0 GPU (strata_k_indexer_wgmma says whether it does); the
+	 * default scan elsewhere and on the CPU. MXFP4 keys are rewritten as e4m3 times a
+	 * per-key power of two, exactly while a key's group scales span <= 14 octaves
+	 * (groups further below its largest read as zero; indexer_int.h). These tensor
+	 * cores add with about 13 mantissa bits, so scores differ from the CPU twin's by
+	 * up to about 1e-3 of sum_h |w_h| sum_d |q_hd k_jd| (the same on every call, equal
+	 * for equal keys), and a selected set only where entries sit that close to the
+	 * k-th. */
 	int scan_wgmma;
 	const float *w;             /* [n_rows][heads] */
 	const int32_t *req_rows;    /* [n_req + 1] row offsets, req_rows[0] == 0 */

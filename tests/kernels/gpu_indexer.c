@@ -364,55 +364,66 @@ START_TEST(fp8_queries)
 }
 END_TEST
 
-/* The FP8 tensor-core scan (strata_indexer_params.scan_wgmma): FP8 keys and queries,
- * one row per request, 64 heads, B = 64. Within its stated tolerance of the twin and the
- * reference; exact ties still go to the lowest ids, bit for bit; fused, phases and graph
- * paths agree bit for bit (run_gpu). Hopper GPUs must run it. */
+/* The FP8 tensor-core scan (strata_indexer_params.scan_wgmma): FP8 or MXFP4 keys (the
+ * latter converted to e4m3 in shared memory), FP8 queries, one row per request, 64 heads,
+ * B = 64. Within its stated tolerance of the twin and the reference; exact ties still go
+ * to the lowest ids, bit for bit; fused, phases and graph paths agree bit for bit
+ * (run_gpu). Hopper GPUs must run it. */
 START_TEST(wgmma_scan)
 {
 	int one[5] = { 1, 1, 1, 1, 1 };
 	int lim[5] = { 20000, 513, 65536, 300, 777 }; /* 300 <= k: left to the filter */
-	td t;
-	td_make(&t, STRATA_INDEX_FP8, 64, 512, 5, one, lim, 64, 71, TD_RANDOM);
-	td_use_q8(&t);
-	t.p.scan_wgmma = 1;
 	const char *name = strata_dev_name(dev);
 	int hopper = name && (strstr(name, "H100") || strstr(name, "H200") || strstr(name, "H800") ||
 			      strstr(name, "GH200"));
-	int on = strata_k_indexer_wgmma(dev, &t.p);
-	printf("wgmma scan on %s: %s\n", name ? name : "?", on ? "used" : "not available");
-	ck_assert_msg(on || !hopper, "a Hopper GPU must run the wgmma scan");
-	if (!on) {
-		td_free(&t);
-		return;
-	}
-	check_case(&t, 0, "wgmma random");
-	td_free(&t);
-	td_make(&t, STRATA_INDEX_FP8, 64, 512, 5, one, lim, 64, 72, TD_CLUSTERED);
-	td_use_q8(&t);
-	t.p.scan_wgmma = 1;
-	check_case(&t, 0, "wgmma clustered");
-	td_free(&t);
-	td_make(&t, STRATA_INDEX_FP8, 64, 512, 5, one, lim, 64, 75, TD_MIXED_W);
-	td_use_q8(&t);
-	t.p.scan_wgmma = 1;
-	check_case(&t, 0, "wgmma signed-w");
-	td_free(&t);
-	for (int mode = 0; mode < 2; mode++) {
-		int lt[3] = { 3000, 40000, 1025 };
-		td_make(&t, STRATA_INDEX_FP8, 64, 1024, 3, one, lt, 64, 73,
-			mode ? TD_NEGATIVE : TD_EQUAL);
+	for (int f = 0; f < 2; f++) {
+		const strata_index_fmt fmt = f ? STRATA_INDEX_MXFP4 : STRATA_INDEX_FP8;
+		const char *fn = f ? "mxfp4" : "fp8";
+		char what[64];
+		td t;
+		td_make(&t, fmt, 64, 512, 5, one, lim, 64, 71, TD_RANDOM);
 		td_use_q8(&t);
 		t.p.scan_wgmma = 1;
-		check_case(&t, 1, mode ? "wgmma all-relu-zero" : "wgmma all-equal");
+		int on = strata_k_indexer_wgmma(dev, &t.p);
+		printf("wgmma scan (%s keys) on %s: %s\n", fn, name ? name : "?",
+		       on ? "used" : "not available");
+		ck_assert_msg(on || !hopper, "a Hopper GPU must run the wgmma scan");
+		if (!on) {
+			td_free(&t);
+			return;
+		}
+		snprintf(what, sizeof what, "wgmma %s random", fn);
+		check_case(&t, 0, what);
+		td_free(&t);
+		td_make(&t, fmt, 64, 512, 5, one, lim, 64, 72, TD_CLUSTERED);
+		td_use_q8(&t);
+		t.p.scan_wgmma = 1;
+		snprintf(what, sizeof what, "wgmma %s clustered", fn);
+		check_case(&t, 0, what);
+		td_free(&t);
+		td_make(&t, fmt, 64, 512, 5, one, lim, 64, 75, TD_MIXED_W);
+		td_use_q8(&t);
+		t.p.scan_wgmma = 1;
+		snprintf(what, sizeof what, "wgmma %s signed-w", fn);
+		check_case(&t, 0, what);
+		td_free(&t);
+		for (int mode = 0; mode < 2; mode++) {
+			int lt[3] = { 3000, 40000, 1025 };
+			td_make(&t, fmt, 64, 1024, 3, one, lt, 64, 73, mode ? TD_NEGATIVE : TD_EQUAL);
+			td_use_q8(&t);
+			t.p.scan_wgmma = 1;
+			snprintf(what, sizeof what, "wgmma %s %s", fn, mode ? "all-relu-zero" : "all-equal");
+			check_case(&t, 1, what);
+			td_free(&t);
+		}
+		int l1 = 262144; /* 1M tokens */
+		td_make(&t, fmt, 64, 512, 1, one, &l1, 64, 74, TD_RANDOM);
+		td_use_q8(&t);
+		t.p.scan_wgmma = 1;
+		snprintf(what, sizeof what, "wgmma %s 1M top-512", fn);
+		check_case(&t, 0, what);
 		td_free(&t);
 	}
-	int l1 = 262144; /* 1M tokens */
-	td_make(&t, STRATA_INDEX_FP8, 64, 512, 1, one, &l1, 64, 74, TD_RANDOM);
-	td_use_q8(&t);
-	t.p.scan_wgmma = 1;
-	check_case(&t, 0, "wgmma 1M top-512");
-	td_free(&t);
 }
 END_TEST
 
