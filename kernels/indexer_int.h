@@ -154,12 +154,23 @@ STRATA_HD void idx_mx_lut(int d, uint32_t *lo, uint32_t *hi)
 	}
 }
 
-/* 4 e2m1 codes (the low 16 bits of x, in dim order) as 4 e4m3 bytes. */
-STRATA_HD uint32_t idx_mx_four(uint32_t x, uint32_t lo, uint32_t hi)
+/* 8 e2m1 codes (x's nibbles, in dim order) as 8 e4m3 bytes: codes 0-3 to *o0, 4-7 to
+ * *o1. Magnitudes by table; each code's sign bit (nibble bit 3) moved to its byte's bit
+ * 7 by two more byte permutes. */
+STRATA_HD void idx_mx_eight(uint32_t x, uint32_t lo, uint32_t hi, uint32_t *o0, uint32_t *o1)
 {
-	const uint32_t mag = idx_prmt(lo, hi, x & 0x7777u);
-	const uint32_t y = idx_prmt(x, 0u, 0x1100u); /* code bytes [x0, x0, x1, x1] */
-	return mag | ((y << 4) & 0x00800080u) | (y & 0x80008000u); /* each code's sign bit */
+	const uint32_t sl = (x & 0x08080808u) << 4; /* even codes' signs, at bit 7 of their byte */
+	const uint32_t sh = x & 0x80808080u;        /* odd codes' signs, already there */
+	*o0 = idx_prmt(lo, hi, x & 0x7777u) | idx_prmt(sl, sh, 0x5140u);
+	*o1 = idx_prmt(lo, hi, (x >> 16) & 0x7777u) | idx_prmt(sl, sh, 0x7362u);
+}
+
+/* The largest of a key's 4 group scale bytes. */
+STRATA_HD uint32_t idx_mx_max_scale(uint32_t sc)
+{
+	const uint32_t a = sc & 255u, b = (sc >> 8) & 255u, c = (sc >> 16) & 255u, d = sc >> 24;
+	const uint32_t ab = a > b ? a : b, cd = c > d ? c : d;
+	return ab > cd ? ab : cd;
 }
 
 /* 2^(m - 133): the key's scale (a subnormal float below m = 7). */

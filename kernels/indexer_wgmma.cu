@@ -133,31 +133,32 @@ __device__ __forceinline__ void load_tile(const uint8_t *page, Smem<S, MX> &sm, 
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* Raw page `slot` into the operand buffer as e4m3 (swizzled) and the keys' scales. */
+/* Raw page `slot` into the operand buffer as e4m3 (swizzled) and the keys' scales.
+ * Thread t converts half t % 2 of key t / 2: groups 2h, 2h + 1, 16-byte chunks 4h ..
+ * 4h + 3 (a phase of 8 threads writes 4 rows x 2 halves: 8 distinct bank groups). */
 template <int S>
 __device__ __forceinline__ void mx_convert(Smem<S, true> &sm, int slot)
 {
-	const int tid = threadIdx.x;
+	const int tid = threadIdx.x, row = tid >> 1, h = tid & 1;
 	const uint8_t *raw = sm.raw[slot];
+	const uint4 *src = reinterpret_cast<const uint4 *>(raw + row * 64 + h * 32);
+	const uint4 p0 = src[0], p1 = src[1];
+	const uint32_t sc = *reinterpret_cast<const uint32_t *>(raw + kTile * 64 + row * 4);
+	const uint32_t m = idx_mx_max_scale(sc);
+	uint32_t lo0, hi0, lo1, hi1;
+	idx_mx_lut((int)((sc >> (16 * h)) & 255u) - (int)m, &lo0, &hi0);
+	idx_mx_lut((int)((sc >> (16 * h + 8)) & 255u) - (int)m, &lo1, &hi1);
+	const uint32_t w[8] = { p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w };
 #pragma unroll
-	for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++) {
-		const int q = tid + i * kWgThreads, row = q >> 3, ch = q & 7; /* dims 16ch .. */
-		const uint2 pay = *reinterpret_cast<const uint2 *>(raw + row * 64 + ch * 8);
-		const uint32_t sc = *reinterpret_cast<const uint32_t *>(raw + kTile * 64 + row * 4);
-		uint32_t m = __vmaxu4(sc, sc >> 16);
-		m = __vmaxu4(m, m >> 8) & 255u;
-		const int sg = (int)((sc >> (8 * (ch >> 1))) & 255u);
-		uint32_t lo, hi;
-		idx_mx_lut(sg - (int)m, &lo, &hi);
+	for (int c = 0; c < 4; c++) { /* chunk 4h + c: words 2c, 2c + 1; group 2h + c / 2 */
+		const uint32_t lo = c < 2 ? lo0 : lo1, hi = c < 2 ? hi0 : hi1;
 		uint4 o;
-		o.x = idx_mx_four(pay.x, lo, hi);
-		o.y = idx_mx_four(pay.x >> 16, lo, hi);
-		o.z = idx_mx_four(pay.y, lo, hi);
-		o.w = idx_mx_four(pay.y >> 16, lo, hi);
-		*reinterpret_cast<uint4 *>(sm.b[0] + sw128(row, ch)) = o;
-		if (ch == 0)
-			sm.ks[0][row] = idx_mx_key_scale(m);
+		idx_mx_eight(w[2 * c], lo, hi, &o.x, &o.y);
+		idx_mx_eight(w[2 * c + 1], lo, hi, &o.z, &o.w);
+		*reinterpret_cast<uint4 *>(sm.b[0] + sw128(row, 4 * h + c)) = o;
 	}
+	if (h == 0)
+		sm.ks[0][row] = idx_mx_key_scale(m);
 }
 
 template <int N> __device__ __forceinline__ void wait_groups()
@@ -231,15 +232,10 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			__syncthreads();
 		}
 
-		float d[32];
-#pragma unroll
-		for (int k = 0; k < 32; k++)
-			d[k] = 0.0f;
+		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
+			      * first MMA of a tile; the previous tile's reads of d are fenced
+			      * before wgmma.fence, as the PTX rules ask */
 		const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[kb]));
-		/* the zeroing above is a register access: it must stay before wgmma.fence (PTX:
-		 * a fence between any register access and the MMA that uses those registers;
-		 * unfenced, the compiler sank the movs below it), as CUTLASS and DeepGEMM
-		 * fence the accumulators before warpgroup_arrive */
 		reg_fence(d);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll

@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|s8b|s8c|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|s8b|s8c|s8d|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ] && [ "$mode" != s8b ] && [ "$mode" != s8c ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ] && [ "$mode" != s8b ] && [ "$mode" != s8c ] && [ "$mode" != s8d ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -82,6 +82,20 @@ if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, wher
 		"$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt mxfp4 --reps 3 >"$out/ncu_indexer.txt" 2>&1
 	stamp "ncu indexer rc=$?"
 	run fetch 150 bench fetch --check --sizes 512,8192,32768,262144
+	exit 0
+fi
+if [ "$mode" = s8d ]; then # the indexer's gpu test, the wgmma scan both formats (cold L2), its instruction counts (ncu), ~4 min
+	ctest --test-dir build-gpu -R kernels_gpu_indexer --output-on-failure --timeout 300 >"$out/ctest_indexer.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*|wgmma" "$out/ctest_indexer.txt" | head -20
+	stamp ctest
+	run wg 150 bench indexer --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt mxfp4,fp8 --q8 --wgmma
+	M=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
+	for f in mxfp4 fp8; do
+		timeout 100 ncu --cache-control all --clock-control none --metrics $M --csv -k 'regex:scan_wgmma' --launch-skip 3 -c 2 \
+			"$B" bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt $f --q8 --wgmma --reps 3 >"$out/ncu_$f.csv" 2>&1
+		stamp "ncu $f rc=$?"
+		grep -E "scan_wgmma" "$out/ncu_$f.csv" | awk -F'","' '{print $(NF-2), $NF}' | head -12
+	done
 	exit 0
 fi
 if [ "$mode" = s8c ]; then # gpu tests, the wgmma scan with MXFP4 and FP8 keys (cold L2), the tail's timeline, ~5 min

@@ -340,17 +340,20 @@ START_TEST(mxfp4_as_e4m3)
 			float v[128], one;
 			idx_key_dequant(STRATA_INDEX_MXFP4, page, 64, key, v, &one);
 			const uint8_t *sc = page + 64 * 64 + key * 4;
-			uint32_t m = 0;
+			uint32_t m = 0, sc32;
 			for (int g = 0; g < 4; g++)
 				m = sc[g] > m ? sc[g] : m;
+			memcpy(&sc32, sc, 4);
+			ck_assert_uint_eq(idx_mx_max_scale(sc32), m);
 			const float ks = idx_mx_key_scale(m);
 			ck_assert(ks == ldexpf(1.0f, (int)m - 133));
 			for (int ch = 0; ch < 8; ch++) { /* dims 16ch .. 16ch + 15, as the kernel */
 				uint32_t lo, hi, w[2];
 				idx_mx_lut((int)sc[ch >> 1] - (int)m, &lo, &hi);
 				memcpy(w, page + key * 64 + ch * 8, 8);
-				const uint32_t o[4] = { idx_mx_four(w[0], lo, hi), idx_mx_four(w[0] >> 16, lo, hi),
-							idx_mx_four(w[1], lo, hi), idx_mx_four(w[1] >> 16, lo, hi) };
+				uint32_t o[4];
+				idx_mx_eight(w[0], lo, hi, &o[0], &o[1]);
+				idx_mx_eight(w[1], lo, hi, &o[2], &o[3]);
 				for (int e = 0; e < 16; e++) {
 					const int d = 16 * ch + e;
 					const float got = codec_e4m3_decode((uint8_t)(o[e / 4] >> (8 * (e % 4)))) * ks;
