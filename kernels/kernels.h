@@ -308,6 +308,11 @@ uint32_t strata_k_indexer_bucket(float score);
  * before it on this scratch (the counters' span grows with n_rows, and other fields
  * do not move it). Calls sharing one scratch must not overlap. */
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p);
+/* On the GPU: the scan, then the filter with the row's select fused into its last CTA,
+ * launched as the scan's programmatic dependent (its launch overlaps the scan's tail).
+ * STRATA_IDX_TRACE=1 (a diagnostic) prints each call's timeline outside graph capture
+ * to stderr, in us from the scan's first CTA: filter start, scan end, filter end,
+ * second-level cut, classification, sort start and end, end; such calls synchronise. */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */
