@@ -69,8 +69,7 @@ struct Args {
 	int32_t *out_ids;
 	float *out_scores;
 	uint32_t *hist, *count, *hist2;
-	int32_t *sel;
-	unsigned long long *cand;
+	unsigned long long *sel, *cand; /* keys (idx_key64) */
 	float *scores;
 	size_t sstride, cap;
 	unsigned long long *cut_out, cut_epoch;
@@ -564,6 +563,7 @@ struct SelSmem {
 		unsigned long long cc[kCC];    /* select: the keys of bin (b*, b2*) */
 	} u;
 	int32_t ids[STRATA_INDEXER_MAX_TOPK];
+	float sc[STRATA_INDEXER_MAX_TOPK];     /* select: the ids' scores */
 	uint32_t h256[256];
 	int bin, digit, dcnt, last;
 	uint32_t above, dabove, n_t, n_c;
@@ -656,6 +656,13 @@ __device__ __forceinline__ int32_t id_of(unsigned long long key)
 	return (int32_t)(0xffffffffu - (uint32_t)key);
 }
 
+/* The score of a key (the inverse of idx_ord32; zero comes back as +0). */
+__device__ __forceinline__ float score_of(unsigned long long key)
+{
+	const uint32_t o = (uint32_t)(key >> 32);
+	return __uint_as_float((o & 0x80000000u) ? (o & 0x7fffffffu) : ~o);
+}
+
 __device__ void write_trivial(const Args &a, int row, int L, bool invalid)
 {
 	const int k = a.topk;
@@ -688,267 +695,12 @@ __device__ __forceinline__ void for_each_cand(const Args &a, int row, int L, uin
 	}
 }
 
-/* Radix select: on return (key & *mask) >= *prefix holds for exactly the `need` largest
- * of the (unique) keys `each` enumerates. `need` >= 1. */
-template <typename E>
-__device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *prefix_out,
-			  unsigned long long *mask_out)
-{
-	const int tid = threadIdx.x;
-	unsigned long long prefix = 0, mask = 0;
-	int remaining = need;
-	for (int shift = 56; shift >= 0; shift -= 8) {
-		for (int i = tid; i < 256; i += blockDim.x)
-			sm.h256[i] = 0;
-		if (tid == 0)
-			sm.digit = -1;
-		__syncthreads();
-		each([&](unsigned long long key) {
-			const bool in = (key & mask) == prefix;
-			agg_inc(&sm.h256[in ? (key >> shift) & 255u : 0u], in);
-		});
-		__syncthreads();
-		if (tid < 32) { /* lane l: bins 255-8l down to 248-8l */
-			uint32_t cnt[8], sum = 0;
-#pragma unroll
-			for (int b = 0; b < 8; b++) {
-				cnt[b] = sm.h256[255 - 8 * tid - b];
-				sum += cnt[b];
-			}
-			uint32_t incl = sum;
-#pragma unroll
-			for (int o = 1; o < 32; o <<= 1) {
-				uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-				if (tid >= o)
-					incl += v;
-			}
-			uint32_t acc = incl - sum;
-#pragma unroll
-			for (int b = 0; b < 8; b++) {
-				if (acc < (uint32_t)remaining && acc + cnt[b] >= (uint32_t)remaining) {
-					sm.digit = 255 - 8 * tid - b;
-					sm.dabove = acc;
-					sm.dcnt = (int)cnt[b];
-				}
-				acc += cnt[b];
-			}
-		}
-		__syncthreads();
-		const int digit = sm.digit;
-		bool done = digit < 0; /* fewer keys than need (cannot happen): keep the prefix */
-		if (!done) {
-			remaining -= (int)sm.dabove;
-			prefix |= (unsigned long long)digit << shift;
-			mask |= 0xffull << shift;
-			done = sm.dcnt == remaining;
-		}
-		__syncthreads();
-		if (done)
-			break;
-	}
-	*prefix_out = prefix;
-	*mask_out = mask;
-}
+#include "kernels/indexer_select_int.h" /* radix_cut, sort_emit, select_row */
 
-/* Sorts the row's selected ids (sm.ids[0..k), INT_MAX where unfilled) ascending and
- * writes them, -1 padded, with their scores. A counting sort on the ids' top 11 bits
- * (2048 buckets, positions by a block scan) then, inside each bucket, rank by counting
- * the bucket's smaller ids: a few barriers instead of a bitonic network's 45, and a
- * bucket spans at most max(1, L / 2048) ids, which bounds the counting loop. */
-__device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::TempStorage &tmp)
-{
-	constexpr int NB = 2048, PER = STRATA_INDEXER_MAX_TOPK / kFThreads;
-	static_assert(NB * 8 <= (int)sizeof(sm.u), "bucket starts and ids share sm.u");
-	static_assert(NB == kFThreads * 4, "4 buckets per thread");
-	const int k = a.topk, tid = threadIdx.x;
-	uint32_t *cnt = reinterpret_cast<uint32_t *>(&sm.u); /* [NB] counts, then starts */
-	int32_t *by = reinterpret_cast<int32_t *>(cnt + NB); /* [<= k] ids grouped by bucket */
-	const int nbits = 32 - __clz(L - 1);                  /* L >= 2 here */
-	const int shift = nbits > 11 ? nbits - 11 : 0;
-	for (int b = tid; b < NB; b += kFThreads)
-		cnt[b] = 0;
-	__syncthreads();
-	int32_t id[PER];
-	uint32_t bk[PER], pos[PER];
-	float sv[PER]; /* each id's score, read now: the sort's barriers cover its latency */
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	const float *sc = a.scores + (size_t)row * a.sstride;
-#pragma unroll
-	for (int j = 0; j < PER; j++) {
-		const int i = tid + j * kFThreads;
-		id[j] = i < k ? sm.ids[i] : -1;
-		sv[j] = 0.0f;
-		if (id[j] >= 0 && id[j] < L) {
-			bk[j] = (uint32_t)id[j] >> shift;
-			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
-			if (osc)
-				sv[j] = __ldcg(sc + id[j]);
-		} else {
-			id[j] = -1;
-		}
-	}
-	__syncthreads();
-	uint32_t c4[4], sum = 0, off, total;
-#pragma unroll
-	for (int q = 0; q < 4; q++) {
-		c4[q] = cnt[4 * tid + q];
-		sum += c4[q];
-	}
-	FScan(tmp).ExclusiveSum(sum, off, total);
-#pragma unroll
-	for (int q = 0; q < 4; q++) {
-		cnt[4 * tid + q] = off;
-		off += c4[q];
-	}
-	__syncthreads();
-#pragma unroll
-	for (int j = 0; j < PER; j++)
-		if (id[j] >= 0)
-			by[cnt[bk[j]] + pos[j]] = id[j];
-	__syncthreads();
-#pragma unroll
-	for (int j = 0; j < PER; j++) {
-		if (id[j] < 0)
-			continue;
-		const uint32_t s0 = cnt[bk[j]], s1 = bk[j] + 1 < (uint32_t)NB ? cnt[bk[j] + 1] : total;
-		uint32_t at = s0;
-		for (uint32_t q = s0; q < s1; q++)
-			at += by[q] < id[j];
-		oid[at] = id[j];
-		if (osc)
-			osc[at] = sv[j];
-	}
-	for (int i = (int)total + tid; i < k; i += kFThreads) {
-		oid[i] = -1;
-		if (osc)
-			osc[i] = 0.0f;
-	}
-}
-
-/* Candidate keys held in registers per select thread: lists up to kReg * kFThreads
- * long are read once, before the second-level cut is known (their latency overlaps
- * it), and classified from registers. */
-constexpr int kReg = 4;
-
-/* Selects row `row` (limit L > k) given its first-level cut (b*, above1) and writes the
- * ids in ascending order. Needs the filter's outputs (sel, cand, hist2) complete. */
-__device__ void select_row(const Args &a, int row, int L, uint32_t bstar, uint32_t above1,
-			   SelSmem &sm, FScan::TempStorage &tmp)
-{
-	const int k = a.topk, tid = threadIdx.x;
-	uint32_t base;
-	int shift;
-	sub_bounds(bstar, &base, &shift);
-	/* loads that do not depend on the second-level cut go first */
-	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
-	const unsigned long long *cl = a.cand + (size_t)row * a.cap;
-	const uint32_t pre = a.cap < (size_t)kReg * kFThreads ? (uint32_t)a.cap : kReg * kFThreads;
-	unsigned long long ck[kReg];
-#pragma unroll
-	for (int j = 0; j < kReg; j++) {
-		const uint32_t i = tid + j * kFThreads;
-		ck[j] = i < pre ? __ldcg(cl + i) : 0ull;
-	}
-	uint32_t h2c[IDX_BINS2 / kFThreads]; /* the second-level counts, read with the rest */
-	cut_counts<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, h2c);
-	for (int i = tid; i < k; i += kFThreads)
-		sm.ids[i] = i < (int)above1 ? __ldcg(a.sel + (size_t)row * k + i) : INT_MAX;
-	if (tid == 0)
-		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
-	__syncthreads();
-	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
-	__syncthreads();
-	const int b2s = sm.bin;
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_CUT2);
-	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
-	const int need = k - (int)above1 - (int)above2;
-
-	/* bin-2 winners and bin (b*, b2*) into shared memory */
-	if (b2s >= 0) {
-		auto classify = [&](unsigned long long key) {
-			uint32_t b2 = sub_of((uint32_t)(key >> 32), base, shift);
-			if (b2 > (uint32_t)b2s) {
-				uint32_t at = above1 + agg_inc(&sm.n_t, true);
-				if (at < (uint32_t)k)
-					sm.ids[at] = id_of(key);
-			} else if (b2 == (uint32_t)b2s) {
-				uint32_t c = agg_inc(&sm.n_c, true);
-				if (c < (uint32_t)kCC)
-					sm.u.cc[c] = key;
-			}
-		};
-		if (nc <= pre) {
-#pragma unroll
-			for (int j = 0; j < kReg; j++)
-				if (tid + j * kFThreads < nc)
-					classify(ck[j]);
-		} else {
-			for_each_cand(a, row, L, bstar, nc, classify);
-		}
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_CLASS);
-	const uint32_t nC = sm.n_c;
-	auto take = [&](unsigned long long key) {
-		uint32_t at = above1 + agg_inc(&sm.n_t, true);
-		if (at < (uint32_t)k)
-			sm.ids[at] = id_of(key);
-	};
-	if (b2s >= 0 && need > 0 && nC > 0) {
-		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
-		if (nC <= (uint32_t)kRankMax) {
-			/* the usual case, a handful of keys: rank each among them (keys are unique) */
-			if (tid < (int)nC) {
-				const unsigned long long key = sm.u.cc[tid];
-				uint32_t rank = 0;
-				if ((uint32_t)need < nC)
-					for (uint32_t j = 0; j < nC; j++)
-						rank += sm.u.cc[j] > key;
-				if (rank < (uint32_t)need)
-					take(key);
-			}
-		} else if (nC <= (uint32_t)kCC) {
-			auto each = [&](auto f) {
-				for (uint32_t i = tid; i < nC; i += blockDim.x)
-					f(sm.u.cc[i]);
-			};
-			if ((uint32_t)need < nC)
-				radix_cut(each, need, sm, &prefix, &mask);
-			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix)
-					take(key);
-			});
-		} else { /* a crowded bin (many equal scores): straight from global memory */
-			auto each = [&](auto f) {
-				for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
-					if (sub_of((uint32_t)(key >> 32), base, shift) == (uint32_t)b2s)
-						f(key);
-				});
-			};
-			if ((uint32_t)need < nC)
-				radix_cut(each, need, sm, &prefix, &mask);
-			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix)
-					take(key);
-			});
-		}
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SORT0);
-	sort_emit(a, row, L, sm, tmp);
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SORT1);
-}
-
-/* Clears what the row used of the counters (hist, hist2, count) once nothing reads
- * them any more, so the scratch is zero at rest for the next call. */
+/* Clears what the row used of the counters (hist, hist2, count), so the scratch is zero
+ * at rest for the next call; the caller has made sure that nothing reads them any more. */
 __device__ void clear_row(const Args &a, int row)
 {
-	__syncthreads();
 	uint4 *h = reinterpret_cast<uint4 *>(a.hist + (size_t)row * IDX_BINS);
 	uint4 *h2 = reinterpret_cast<uint4 *>(a.hist2 + (size_t)row * IDX_BINS2);
 	const uint4 z = make_uint4(0, 0, 0, 0);
@@ -958,8 +710,6 @@ __device__ void clear_row(const Args &a, int row)
 		h2[i] = z;
 	if (threadIdx.x < IDX_CNT)
 		a.count[(size_t)row * IDX_CNT + threadIdx.x] = 0;
-	if (threadIdx.x == 0)
-		idx_trace(a.trace, IDX_T_END);
 }
 
 /* First-level cut of a row from the scan's histogram; false when there is none (an
@@ -1005,6 +755,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	__shared__ SelSmem sm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
 	idx_pdl_wait(); /* launched as the scan's programmatic dependent (run_indexer) */
+	if (!FUSE)
+		idx_pdl_trigger(); /* the select may launch and wait for this grid */
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FILT0);
 	/* the staging CTAs come first in the launch, so that they read the scan's
@@ -1086,7 +838,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				if (ms[u] >> lane & 1) {
 					const uint32_t idx = bs + (uint32_t)__popc(ms[u] & lt);
 					if (idx < (uint32_t)k)
-						a.sel[(size_t)row * k + idx] = j;
+						a.sel[(size_t)row * k + idx] = idx_key64(s[u], j);
 				}
 				if (mc[u] >> lane & 1) {
 					const uint32_t o = idx_ord32(s[u]);
@@ -1112,8 +864,11 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				atomicAdd(&gh2[i], v);
 		}
 	}
-	if (!FUSE)
+	if (!FUSE) {
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_FILT1);
 		return;
+	}
 	__threadfence(); /* this CTA's list entries and bins before its "done" */
 	__syncthreads();
 	if (tid == 0) {
@@ -1126,30 +881,29 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	if (!sm.last)
 		return;
 	__threadfence(); /* everyone else's writes are visible: read them through L2 */
-	if (cut)
-		select_row(a, row, L, bstar, above1, sm, tmp);
-	else
+	if (cut) {
+		select_row(a, row, L, true, bstar, above1, sm, tmp);
+	} else {
 		write_trivial(a, row, L, true);
-	clear_row(a, row);
+		__syncthreads(); /* this CTA's cut reads are done */
+		clear_row(a, row);
+	}
 }
 
-/* grid n_rows (the phases benchmark aid's separate select). */
+/* grid n_rows: the select apart from the filter (the phases benchmark aid; and, as the
+ * filter's programmatic dependent, the split path of run_indexer). */
 __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
+	idx_pdl_wait();
 	const int row = blockIdx.x;
 	const int L = row_lim(a, row);
 	if (L <= a.topk) {
 		write_trivial(a, row, L, false);
 		return;
 	}
-	uint32_t bstar, above1;
-	if (row_cut(a, row, sm, tmp, &bstar, &above1))
-		select_row(a, row, L, bstar, above1, sm, tmp);
-	else
-		write_trivial(a, row, L, true);
-	clear_row(a, row);
+	select_row(a, row, L, false, 0, 0, sm, tmp);
 }
 
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */
@@ -1344,7 +1098,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.hist = reinterpret_cast<uint32_t *>(sb + l.off_hist);
 	a.count = reinterpret_cast<uint32_t *>(sb + l.off_count);
 	a.hist2 = reinterpret_cast<uint32_t *>(sb + l.off_hist2);
-	a.sel = reinterpret_cast<int32_t *>(sb + l.off_sel);
+	a.sel = reinterpret_cast<unsigned long long *>(sb + l.off_sel);
 	a.cand = reinterpret_cast<unsigned long long *>(sb + l.off_cand);
 	a.scores = reinterpret_cast<float *>(sb + l.off_scores);
 	a.sstride = l.score_stride;
@@ -1406,19 +1160,30 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	if (p->stage)
 		a.st = *p->stage;
 	dim3 fg((unsigned)(fx + sx), (unsigned)p->n_rows);
-	if (!ev) { /* filter with the row's select fused into its last CTA */
-		/* a programmatic dependent of the scan: its launch overlaps the scan's tail
-		 * (it waits for the scan's completion first thing); not across an event */
+	/* the filter as a programmatic dependent of the scan (its launch overlaps the
+	 * scan's tail; it waits for the scan's completion first thing), not across an
+	 * event; the same for the split select after the filter */
+	auto launch = [&](void (*kern)(Args), dim3 grid, bool pdl) {
 		cudaLaunchConfig_t cfg = {};
 		cudaLaunchAttribute at[1];
-		cfg.gridDim = fg;
+		cfg.gridDim = grid;
 		cfg.blockDim = dim3(kFThreads);
 		cfg.stream = st;
 		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 		at[0].val.programmaticStreamSerializationAllowed = 1;
 		cfg.attrs = at;
-		cfg.numAttrs = p->after_scan ? 0 : 1;
-		if (cudaLaunchKernelEx(&cfg, filter_kernel<true>, a) != cudaSuccess) {
+		cfg.numAttrs = pdl ? 1 : 0;
+		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
+	};
+	if (!ev) {
+		static const int split = getenv("STRATA_IDX_SPLIT") != nullptr; /* measured A/B */
+		bool ok;
+		if (split) /* filter, then the select as its own grid */
+			ok = launch(filter_kernel<false>, fg, !p->after_scan) &&
+			     launch(select_kernel, dim3((unsigned)p->n_rows), true);
+		else /* filter with the row's select fused into its last CTA */
+			ok = launch(filter_kernel<true>, fg, !p->after_scan);
+		if (!ok) {
 			err = strata_dev_check(dev, "indexer: filter+select launch");
 			return err ? err : STRATA_E_CUDA;
 		}

@@ -339,7 +339,7 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->off_hist2 = l->off_count + idx_align(rows * IDX_CNT * 4);
 	l->off_sel = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
 	l->zero_bytes = l->off_sel;
-	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 4);
+	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 8);
 	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);
 	l->total = l->off_scores + idx_align(rows * l->score_stride * 4);
 }

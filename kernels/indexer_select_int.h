@@ -1,0 +1,291 @@
+/*
+ * Private to kernels/indexer.cu: the select of a row once its filter is done (radix_cut,
+ * sort_emit, select_row), run by the filter's last CTA or by select_kernel.
+ * Included by indexer.cu inside its anonymous namespace, after Args, SelSmem, the
+ * filter constants, the cut helpers and for_each_cand, which it uses; not a header of
+ * its own.
+ */
+#ifndef STRATA_KERNELS_INDEXER_SELECT_INT_H
+#define STRATA_KERNELS_INDEXER_SELECT_INT_H
+
+/* Radix select: on return (key & *mask) >= *prefix holds for exactly the `need` largest
+ * of the (unique) keys `each` enumerates. `need` >= 1. */
+template <typename E>
+__device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *prefix_out,
+			  unsigned long long *mask_out)
+{
+	const int tid = threadIdx.x;
+	unsigned long long prefix = 0, mask = 0;
+	int remaining = need;
+	for (int shift = 56; shift >= 0; shift -= 8) {
+		for (int i = tid; i < 256; i += blockDim.x)
+			sm.h256[i] = 0;
+		if (tid == 0)
+			sm.digit = -1;
+		__syncthreads();
+		each([&](unsigned long long key) {
+			const bool in = (key & mask) == prefix;
+			agg_inc(&sm.h256[in ? (key >> shift) & 255u : 0u], in);
+		});
+		__syncthreads();
+		if (tid < 32) { /* lane l: bins 255-8l down to 248-8l */
+			uint32_t cnt[8], sum = 0;
+#pragma unroll
+			for (int b = 0; b < 8; b++) {
+				cnt[b] = sm.h256[255 - 8 * tid - b];
+				sum += cnt[b];
+			}
+			uint32_t incl = sum;
+#pragma unroll
+			for (int o = 1; o < 32; o <<= 1) {
+				uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+				if (tid >= o)
+					incl += v;
+			}
+			uint32_t acc = incl - sum;
+#pragma unroll
+			for (int b = 0; b < 8; b++) {
+				if (acc < (uint32_t)remaining && acc + cnt[b] >= (uint32_t)remaining) {
+					sm.digit = 255 - 8 * tid - b;
+					sm.dabove = acc;
+					sm.dcnt = (int)cnt[b];
+				}
+				acc += cnt[b];
+			}
+		}
+		__syncthreads();
+		const int digit = sm.digit;
+		bool done = digit < 0; /* fewer keys than need (cannot happen): keep the prefix */
+		if (!done) {
+			remaining -= (int)sm.dabove;
+			prefix |= (unsigned long long)digit << shift;
+			mask |= 0xffull << shift;
+			done = sm.dcnt == remaining;
+		}
+		__syncthreads();
+		if (done)
+			break;
+	}
+	*prefix_out = prefix;
+	*mask_out = mask;
+}
+
+/* Sorts the row's selected ids (sm.ids[0..k), INT_MAX where unfilled) ascending and
+ * writes them, -1 padded, with their scores. A counting sort on the ids' top 11 bits
+ * (2048 buckets, positions by a block scan) then, inside each bucket, rank by counting
+ * the bucket's smaller ids: a few barriers instead of a bitonic network's 45, and a
+ * bucket spans at most max(1, L / 2048) ids, which bounds the counting loop. */
+__device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::TempStorage &tmp)
+{
+	constexpr int NB = 2048, PER = STRATA_INDEXER_MAX_TOPK / kFThreads;
+	static_assert(NB * 8 <= (int)sizeof(sm.u), "bucket starts and ids share sm.u");
+	static_assert(NB == kFThreads * 4, "4 buckets per thread");
+	const int k = a.topk, tid = threadIdx.x;
+	uint32_t *cnt = reinterpret_cast<uint32_t *>(&sm.u); /* [NB] counts, then starts */
+	int32_t *by = reinterpret_cast<int32_t *>(cnt + NB); /* [<= k] ids grouped by bucket */
+	const int nbits = 32 - __clz(L - 1);                  /* L >= 2 here */
+	const int shift = nbits > 11 ? nbits - 11 : 0;
+	for (int b = tid; b < NB; b += kFThreads)
+		cnt[b] = 0;
+	__syncthreads();
+	int32_t id[PER];
+	uint32_t bk[PER], pos[PER];
+	float sv[PER]; /* each id's score (select_row keeps them beside the ids) */
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+#pragma unroll
+	for (int j = 0; j < PER; j++) {
+		const int i = tid + j * kFThreads;
+		id[j] = i < k ? sm.ids[i] : -1;
+		sv[j] = i < k ? sm.sc[i] : 0.0f;
+		if (id[j] >= 0 && id[j] < L) {
+			bk[j] = (uint32_t)id[j] >> shift;
+			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
+		} else {
+			id[j] = -1;
+		}
+	}
+	__syncthreads();
+	uint32_t c4[4], sum = 0, off, total;
+#pragma unroll
+	for (int q = 0; q < 4; q++) {
+		c4[q] = cnt[4 * tid + q];
+		sum += c4[q];
+	}
+	FScan(tmp).ExclusiveSum(sum, off, total);
+#pragma unroll
+	for (int q = 0; q < 4; q++) {
+		cnt[4 * tid + q] = off;
+		off += c4[q];
+	}
+	__syncthreads();
+#pragma unroll
+	for (int j = 0; j < PER; j++)
+		if (id[j] >= 0)
+			by[cnt[bk[j]] + pos[j]] = id[j];
+	__syncthreads();
+#pragma unroll
+	for (int j = 0; j < PER; j++) {
+		if (id[j] < 0)
+			continue;
+		const uint32_t s0 = cnt[bk[j]], s1 = bk[j] + 1 < (uint32_t)NB ? cnt[bk[j] + 1] : total;
+		uint32_t at = s0;
+		for (uint32_t q = s0; q < s1; q++)
+			at += by[q] < id[j];
+		oid[at] = id[j];
+		if (osc)
+			osc[at] = sv[j];
+	}
+	for (int i = (int)total + tid; i < k; i += kFThreads) {
+		oid[i] = -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
+}
+
+/* Candidate keys held in registers per select thread: lists up to kReg * kFThreads
+ * long are read once, before the second-level cut is known (their latency overlaps
+ * it), and classified from registers. */
+constexpr int kReg = 4;
+
+__device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
+					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1);
+__device__ void clear_row(const Args &a, int row);
+
+/* Selects row `row` (limit L > k) and writes the ids in ascending order, with their
+ * first-level cut (b*, above1) given (cut true) or found here from the scan's histogram.
+ * Needs the filter's outputs (sel, cand, hist2, count) complete; leaves the row's
+ * counters zero. Every read of the lists and counters is issued before the first
+ * barrier, so they share one trip to L2. */
+__device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bstar,
+			   uint32_t above1, SelSmem &sm, FScan::TempStorage &tmp)
+{
+	constexpr int PER = STRATA_INDEXER_MAX_TOPK / kFThreads;
+	const int k = a.topk, tid = threadIdx.x;
+	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
+	const unsigned long long *cl = a.cand + (size_t)row * a.cap;
+	const uint32_t pre = a.cap < (size_t)kReg * kFThreads ? (uint32_t)a.cap : kReg * kFThreads;
+	unsigned long long ck[kReg], sk[PER];
+#pragma unroll
+	for (int j = 0; j < kReg; j++) {
+		const uint32_t i = tid + j * kFThreads;
+		ck[j] = i < pre ? __ldcg(cl + i) : 0ull;
+	}
+#pragma unroll
+	for (int j = 0; j < PER; j++) { /* the selected list: its first above1 are valid */
+		const int i = tid + j * kFThreads;
+		sk[j] = i < k ? __ldcg(a.sel + (size_t)row * k + i) : 0ull;
+	}
+	uint32_t h2c[IDX_BINS2 / kFThreads]; /* the second-level counts, read with the rest */
+	cut_counts<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, h2c);
+	if (!cut && !row_cut(a, row, sm, tmp, &bstar, &above1)) {
+		write_trivial(a, row, L, true);
+		__syncthreads();
+		clear_row(a, row);
+		return;
+	}
+	uint32_t base;
+	int shift;
+	sub_bounds(bstar, &base, &shift);
+#pragma unroll
+	for (int j = 0; j < PER; j++) {
+		const int i = tid + j * kFThreads;
+		if (i < k) {
+			sm.ids[i] = i < (int)above1 ? id_of(sk[j]) : INT_MAX;
+			sm.sc[i] = score_of(sk[j]);
+		}
+	}
+	if (tid == 0)
+		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
+	__syncthreads();
+	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
+	__syncthreads();
+	clear_row(a, row); /* every counter this call reads is read */
+	const int b2s = sm.bin;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CUT2);
+	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
+	const int need = k - (int)above1 - (int)above2;
+
+	/* bin-2 winners and bin (b*, b2*) into shared memory */
+	if (b2s >= 0) {
+		auto classify = [&](unsigned long long key) {
+			uint32_t b2 = sub_of((uint32_t)(key >> 32), base, shift);
+			if (b2 > (uint32_t)b2s) {
+				uint32_t at = above1 + agg_inc(&sm.n_t, true);
+				if (at < (uint32_t)k)
+					sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+			} else if (b2 == (uint32_t)b2s) {
+				uint32_t c = agg_inc(&sm.n_c, true);
+				if (c < (uint32_t)kCC)
+					sm.u.cc[c] = key;
+			}
+		};
+		if (nc <= pre) {
+#pragma unroll
+			for (int j = 0; j < kReg; j++)
+				if (tid + j * kFThreads < nc)
+					classify(ck[j]);
+		} else {
+			for_each_cand(a, row, L, bstar, nc, classify);
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CLASS);
+	const uint32_t nC = sm.n_c;
+	auto take = [&](unsigned long long key) {
+		uint32_t at = above1 + agg_inc(&sm.n_t, true);
+		if (at < (uint32_t)k)
+			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+	};
+	if (b2s >= 0 && need > 0 && nC > 0) {
+		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
+		if (nC <= (uint32_t)kRankMax) {
+			/* the usual case, a handful of keys: rank each among them (keys are unique) */
+			if (tid < (int)nC) {
+				const unsigned long long key = sm.u.cc[tid];
+				uint32_t rank = 0;
+				if ((uint32_t)need < nC)
+					for (uint32_t j = 0; j < nC; j++)
+						rank += sm.u.cc[j] > key;
+				if (rank < (uint32_t)need)
+					take(key);
+			}
+		} else if (nC <= (uint32_t)kCC) {
+			auto each = [&](auto f) {
+				for (uint32_t i = tid; i < nC; i += blockDim.x)
+					f(sm.u.cc[i]);
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
+			});
+		} else { /* a crowded bin (many equal scores): straight from global memory */
+			auto each = [&](auto f) {
+				for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
+					if (sub_of((uint32_t)(key >> 32), base, shift) == (uint32_t)b2s)
+						f(key);
+				});
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
+			});
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
+	sort_emit(a, row, L, sm, tmp);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT1);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_END);
+}
+
+#endif
