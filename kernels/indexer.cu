@@ -755,8 +755,6 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	__shared__ SelSmem sm;
 	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
 	idx_pdl_wait(); /* launched as the scan's programmatic dependent (run_indexer) */
-	if (!FUSE)
-		idx_pdl_trigger(); /* the select may launch and wait for this grid */
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FILT0);
 	/* the staging CTAs come first in the launch, so that they read the scan's
@@ -890,13 +888,11 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 }
 
-/* grid n_rows: the select apart from the filter (the phases benchmark aid; and, as the
- * filter's programmatic dependent, the split path of run_indexer). */
+/* grid n_rows (the phases benchmark aid's separate select). */
 __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
-	idx_pdl_wait();
 	const int row = blockIdx.x;
 	const int L = row_lim(a, row);
 	if (L <= a.topk) {
@@ -1162,7 +1158,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	dim3 fg((unsigned)(fx + sx), (unsigned)p->n_rows);
 	/* the filter as a programmatic dependent of the scan (its launch overlaps the
 	 * scan's tail; it waits for the scan's completion first thing), not across an
-	 * event; the same for the split select after the filter */
+	 * event */
 	auto launch = [&](void (*kern)(Args), dim3 grid, bool pdl) {
 		cudaLaunchConfig_t cfg = {};
 		cudaLaunchAttribute at[1];
@@ -1176,14 +1172,11 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
 	if (!ev) {
-		static const int split = getenv("STRATA_IDX_SPLIT") != nullptr; /* measured A/B */
-		bool ok;
-		if (split) /* filter, then the select as its own grid */
-			ok = launch(filter_kernel<false>, fg, !p->after_scan) &&
-			     launch(select_kernel, dim3((unsigned)p->n_rows), true);
-		else /* filter with the row's select fused into its last CTA */
-			ok = launch(filter_kernel<true>, fg, !p->after_scan);
-		if (!ok) {
+		/* filter with the row's select fused into its last CTA. (The select as the
+		 * filter's own programmatic dependent measured no faster on the H200: its
+		 * grid starts ~1 us after the filter's last CTA, as long as the fence and
+		 * counter of the fused path take; bench/results/2026-11-30-h200-s8.) */
+		if (!launch(filter_kernel<true>, fg, !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: filter+select launch");
 			return err ? err : STRATA_E_CUDA;
 		}

@@ -1,6 +1,6 @@
 /*
  * Private to kernels/indexer.cu: the select of a row once its filter is done (radix_cut,
- * sort_emit, select_row), run by the filter's last CTA or by select_kernel.
+ * sort_emit, select_row), run by the filter's last CTA or by select_kernel (phases).
  * Included by indexer.cu inside its anonymous namespace, after Args, SelSmem, the
  * filter constants, the cut helpers and for_each_cand, which it uses; not a header of
  * its own.

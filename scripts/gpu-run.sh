@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|s8b|s8c|s8d|s8f|s8g|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|s8b|s8c|s8d|s8f|s8g|s8h|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ] && [ "$mode" != s8b ] && [ "$mode" != s8c ] && [ "$mode" != s8d ] && [ "$mode" != s8f ] && [ "$mode" != s8g ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ] && [ "$mode" != s8b ] && [ "$mode" != s8c ] && [ "$mode" != s8d ] && [ "$mode" != s8f ] && [ "$mode" != s8g ] && [ "$mode" != s8h ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -82,6 +82,14 @@ if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, wher
 		"$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt mxfp4 --reps 3 >"$out/ncu_indexer.txt" 2>&1
 	stamp "ncu indexer rc=$?"
 	run fetch 150 bench fetch --check --sizes 512,8192,32768,262144
+	exit 0
+fi
+if [ "$mode" = s8h ]; then # session 8's last check: gpu tests on the final GPU code, the 1M indexer points, ~3 min
+	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt" | head -20
+	stamp ctest
+	run wg 60 bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt mxfp4,fp8 --q8 --wgmma
+	run dflt 60 bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt mxfp4,fp8
 	exit 0
 fi
 if [ "$mode" = s8g ]; then # gpu tests; the select fused into the filter against its own PDL grid (STRATA_IDX_SPLIT), timelines, ~5 min
