@@ -442,7 +442,6 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 	const int mat = lane >> 3;
 	const uint32_t lds_off = (uint32_t)((((mat & 1) * 8 + (lane & 7)) * kQStride + (mat >> 1) * 8) * 2);
 	const int ekey = (g >> 1) * 8 + 2 * c + (g & 1); /* the key this lane ends with */
-	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
 
 	Raw<FMT> raw[4];
 	float ks = 0.0f;
@@ -501,20 +500,9 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 				for (int m = 1; m < MT; m++)
 					mtile(m, false);
 			}
-			/* reduce-scatter over g (lane bits 4, 3, 2 = g bits 2, 1, 0) */
-			float y[4], z[2];
-#pragma unroll
-			for (int j = 0; j < 4; j++) {
-				const float snd = b2 ? part[j] : part[j + 4], kp = b2 ? part[j + 4] : part[j];
-				y[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 16);
-			}
-#pragma unroll
-			for (int j = 0; j < 2; j++) {
-				const float snd = b1 ? y[j] : y[j + 2], kp = b1 ? y[j + 2] : y[j];
-				z[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 8);
-			}
-			const float snd = b0 ? z[0] : z[1], kp = b0 ? z[1] : z[0];
-			float sc = kp + __shfl_xor_sync(0xffffffffu, snd, 4);
+			float sc1[1]; /* this lane's key: ekey */
+			idx_reduce_scatter8<8>(part, sc1);
+			float sc = sc1[0];
 			const int key = kb + ekey;
 			if (key < lim[i]) {
 				if constexpr (FMT == STRATA_INDEX_FP8)

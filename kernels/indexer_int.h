@@ -269,6 +269,33 @@ __device__ __forceinline__ uint32_t idx_bucket_dev(float s)
 	return (uint32_t)u >> 5;
 }
 
+/* Sums v over the 8 lanes of a warp that share lane % 4 (g = lane / 4 = lane bits 4, 3,
+ * 2), as a reduce-scatter: 4 + 2 + 1 rounds of N / 8 shuffles each, not 3 of N. Lane g
+ * ends with the sums of v[N/8 g .. N/8 (g + 1)) in out. */
+template <int N>
+__device__ __forceinline__ void idx_reduce_scatter8(const float (&v)[N], float (&out)[N / 8])
+{
+	static_assert(N % 8 == 0, "N values: 8 lanes' shares");
+	const int g = (int)(threadIdx.x & 31) >> 2;
+	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
+	float y[N / 2], z[N / 4];
+#pragma unroll
+	for (int j = 0; j < N / 2; j++) { /* keep the half of g bit 2, send the other */
+		const float snd = b2 ? v[j] : v[j + N / 2], kp = b2 ? v[j + N / 2] : v[j];
+		y[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 16);
+	}
+#pragma unroll
+	for (int j = 0; j < N / 4; j++) {
+		const float snd = b1 ? y[j] : y[j + N / 4], kp = b1 ? y[j + N / 4] : y[j];
+		z[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 8);
+	}
+#pragma unroll
+	for (int j = 0; j < N / 8; j++) {
+		const float snd = b0 ? z[j] : z[j + N / 8], kp = b0 ? z[j + N / 8] : z[j];
+		out[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 4);
+	}
+}
+
 /* Programmatic dependent launch (sm_90+; no-ops before): the scan lets the filter's
  * launch begin once every scan CTA has passed its trigger, and the filter waits for the
  * scan's completion and memory before it touches anything. */

@@ -215,7 +215,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	}
 	const uint64_t da = wg_desc((uint32_t)__cvta_generic_to_shared(sm.a));
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
 	float *scores = a.scores + (size_t)row * a.sstride;
 
 	for (int i = 0; i < n; i++) {
@@ -254,24 +253,9 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			for (int e = 0; e < 2; e++)
 				v[2 * j + e] = fmaf(whi, fmaxf(d[4 * j + 2 + e], 0.0f),
 						    wlo * fmaxf(d[4 * j + e], 0.0f));
-		/* reduce-scatter over the 8 lanes of a key column (g = lane bits 4, 3, 2):
-		 * 8 + 4 + 2 shuffles; lane (g, c) ends with keys 8g + 2c + {0, 1} */
-		float y[8], z[4], u[2];
-#pragma unroll
-		for (int j = 0; j < 8; j++) {
-			const float snd = b2 ? v[j] : v[j + 8], kp = b2 ? v[j + 8] : v[j];
-			y[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 16);
-		}
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			const float snd = b1 ? y[j] : y[j + 4], kp = b1 ? y[j + 4] : y[j];
-			z[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 8);
-		}
-#pragma unroll
-		for (int j = 0; j < 2; j++) {
-			const float snd = b0 ? z[j] : z[j + 2], kp = b0 ? z[j + 2] : z[j];
-			u[j] = kp + __shfl_xor_sync(0xffffffffu, snd, 4);
-		}
+		/* over the 8 lanes of a key column: lane (g, c) ends with keys 8g + 2c + {0, 1} */
+		float u[2];
+		idx_reduce_scatter8<16>(v, u);
 		float *red = sm.red[warp];
 		*reinterpret_cast<float2 *>(&red[8 * g + 2 * c]) = make_float2(u[0], u[1]);
 		__syncthreads();
