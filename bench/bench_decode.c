@@ -31,7 +31,7 @@ static const char *usage =
 	"                           [--host-huge | --host-on-device] [--spare-sms N]\n"
 	"                           [--early-ctas N] [--early-slots N] [--early-dry]\n"
 	"                           [--priority-main]\n"
-	"                           [--trace] [--paired | --resident-last]\n"
+	"                           [--trace] [--paired | --resident-last] [--l2-scrub]\n"
 	"Defaults: flash, 128K,1M, batches 1,8,32; --quick: tiny, 4K, batches 1,4.\n"
 	"--hot: hot-cache entries per (request, CSA layer) (default 2 x top-k).\n"
 	"--device-gib / --host-gib: budgets; a point whose caches exceed them is skipped,\n"
@@ -52,6 +52,9 @@ static const char *usage =
 	"the median of its per-turn ratios to all-resident (rows one after the other when\n"
 	"their caches do not fit the budgets together). --resident-last: rows one after\n"
 	"the other, all-resident last instead of first (to see drift over a run).\n"
+	"--l2-scrub: before every timed step, write 192 MiB of scratch (32 MiB on the CPU) and\n"
+	"wait, outside the timing: no step finds the previous step's data in L2, as in a\n"
+	"model's decode, where every layer's weights pass through L2 between two steps.\n"
 	"Rows: all-resident, hisparse (misses copied into the hot cache first, prediction\n"
 	"on), swapin, hisparse-direct (engine.h direct_misses AUTO: hits from the hot pool,\n"
 	"misses staged on the device or read in place from the host tier, admitted after\n"
@@ -154,6 +157,20 @@ static int trace_of(const strata_ref_engine *e, int n_layers, double c[8])
 /* --early-ctas / --early-slots: engine.h early_ctas / early_slots (EARLY rows) */
 static int early_ctas, early_slots, early_dry;
 
+/* --l2-scrub's scratch (NULL: off) and its size. */
+static void *scrub_buf;
+static size_t scrub_bytes;
+static int scrub_n;
+
+/* Writes the scrub scratch and waits (outside any timed region). */
+static int l2_scrub(strata_dev *dev)
+{
+	if (!scrub_buf)
+		return 0;
+	int err = strata_dev_memset(dev, scrub_buf, scrub_n++ & 255, scrub_bytes, NULL);
+	return err ? err : strata_dev_sync(dev);
+}
+
 /* One row's engine at one point: created, filled and warmed up by run_open, then
  * timed one step at a time (run_step), so that the rows of a point can run one after
  * the other or step by step in turn (--paired). */
@@ -226,7 +243,8 @@ static int run_step(strata_dev *dev, run *r)
 	const int s = r->steps;
 	/* --profile: the last timed step only, for ncu --profile-from-start off */
 	int prof = r->profile && s == r->reps - 1;
-	int err = prof ? strata_dev_profile(dev, 1) : 0;
+	int err = l2_scrub(dev);
+	err = err ? err : prof ? strata_dev_profile(dev, 1) : 0;
 	err = err ? err : strata_ref_engine_decode_step(r->e);
 	if (prof) {
 		int e2 = strata_dev_profile(dev, 0);
@@ -288,7 +306,7 @@ int strata_bench_decode(int argc, char **argv)
 	int n_ctx = parse_list(o.quick ? "4K" : "128K,1M", ctxs, 8);
 	int n_b = parse_list(o.quick ? "1,4" : "1,8,32", batches, 8);
 	int uniform = 0, hot = 0, profile = 0, direct = 0, tc = 0, host = 0,
-	    spare = 0, trace = 0, prio = 0, paired = 0, resident_last = 0;
+	    spare = 0, trace = 0, prio = 0, paired = 0, resident_last = 0, scrub = 0;
 	const char *only = NULL;
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
@@ -331,6 +349,10 @@ int strata_bench_decode(int argc, char **argv)
 		}
 		if (!strcmp(a, "--resident-last")) {
 			resident_last = 1;
+			continue;
+		}
+		if (!strcmp(a, "--l2-scrub")) {
+			scrub = 1;
 			continue;
 		}
 		if (!strcmp(a, "--host-huge")) {
@@ -385,7 +407,18 @@ int strata_bench_decode(int argc, char **argv)
 		fprintf(stderr, "bench decode: %s\n", strata_strerror(err));
 		return 1;
 	}
+	if (scrub) {
+		scrub_bytes = (size_t)(strata_dev_is_gpu(dev) ? 192 : 32) << 20;
+		if ((err = strata_dev_alloc(dev, scrub_bytes, &scrub_buf))) {
+			fprintf(stderr, "bench decode: --l2-scrub: %s\n", strata_strerror(err));
+			strata_dev_close(dev);
+			return 1;
+		}
+	}
 	bench_out *out = bench_out_open(&o, "decode", dev);
+	if (scrub)
+		bench_out_note(out, "L2 scrubbed before every timed step: %zu MiB written, not timed",
+			       scrub_bytes >> 20);
 	bench_out_note(out, "model %s, %s inputs, step_ms = the device phase of a step (cache "
 		       "writes / hot-cache append + write-back, scan, top-k, fetch, attention; all "
 		       "%d layers, launched back to back, event-timed); host_prep_ms = the host "
@@ -558,6 +591,7 @@ int strata_bench_decode(int argc, char **argv)
 		       sz.total_bytes / 1048576.0, (sz.device_offloaded + hot_b) / 1048576.0,
 		       (double)(sz.device_offloaded + hot_b) / (double)sz.total_bytes);
 	bench_out_close(out);
+	strata_dev_free(dev, scrub_buf);
 	strata_dev_close(dev);
 	if (check_failed)
 		fprintf(stderr, "bench decode: --check failed: outputs differ between modes\n");
