@@ -501,7 +501,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 					mtile(m, false);
 			}
 			float sc1[1]; /* this lane's key: ekey */
-			idx_reduce_scatter8<8>(part, sc1);
+			idx_reduce_scatter8<8>(part, sc1, g);
 			float sc = sc1[0];
 			const int key = kb + ekey;
 			if (key < lim[i]) {

@@ -273,10 +273,9 @@ __device__ __forceinline__ uint32_t idx_bucket_dev(float s)
  * 2), as a reduce-scatter: 4 + 2 + 1 rounds of N / 8 shuffles each, not 3 of N. Lane g
  * ends with the sums of v[N/8 g .. N/8 (g + 1)) in out. */
 template <int N>
-__device__ __forceinline__ void idx_reduce_scatter8(const float (&v)[N], float (&out)[N / 8])
+__device__ __forceinline__ void idx_reduce_scatter8(const float (&v)[N], float (&out)[N / 8], int g)
 {
 	static_assert(N % 8 == 0, "N values: 8 lanes' shares");
-	const int g = (int)(threadIdx.x & 31) >> 2;
 	const bool b0 = g & 1, b1 = g & 2, b2 = g & 4;
 	float y[N / 2], z[N / 4];
 #pragma unroll

@@ -120,12 +120,14 @@ __device__ __forceinline__ void load_tile(const uint8_t *page, Smem<S, MX> &sm, 
 				cp16(r + 16 * q, page + 16 * q);
 		}
 	} else if (page) {
-		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]);
+		/* rows tid / 8 + 16 i, chunk tid % 8: 16 rows on, both the swizzled place and
+		 * the source move by 2 KiB (the row's place in its 8-row atom stays) */
+		const int r0 = tid >> 3, ch = tid & 7;
+		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]) + sw128(r0, ch);
+		const uint8_t *src = page + r0 * kRowB + ch * 16;
 #pragma unroll
-		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++) {
-			const int q = tid + i * kWgThreads, row = q >> 3, ch = q & 7;
-			cp16(b + sw128(row, ch), page + row * kRowB + ch * 16);
-		}
+		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++)
+			cp16(b + 2048 * i, src + 2048 * i);
 		if (tid < kTile * 4 / 16)
 			cp16((uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4]),
 			     page + kTileBytes + tid * 16);
@@ -214,6 +216,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
 	}
 	const uint64_t da = wg_desc((uint32_t)__cvta_generic_to_shared(sm.a));
+	const uint64_t db0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	float *scores = a.scores + (size_t)row * a.sstride;
 
@@ -234,7 +237,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
 			      * first MMA of a tile; the previous tile's reads of d are fenced
 			      * before wgmma.fence, as the PTX rules ask */
-		const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[kb]));
+		const uint64_t db = db0 + (uint64_t)(kb * (kTileBytes >> 4)); /* start field: 16 B units */
 		reg_fence(d);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
@@ -255,7 +258,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 						    wlo * fmaxf(d[4 * j + e], 0.0f));
 		/* over the 8 lanes of a key column: lane (g, c) ends with keys 8g + 2c + {0, 1} */
 		float u[2];
-		idx_reduce_scatter8<16>(v, u);
+		idx_reduce_scatter8<16>(v, u, g);
 		float *red = sm.red[warp];
 		*reinterpret_cast<float2 *>(&red[8 * g + 2 * c]) = make_float2(u[0], u[1]);
 		__syncthreads();
