@@ -1054,7 +1054,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		return 0;
 	idx_gpu_layout l;
 	idx_gpu_layout_of(p, &l);
-	if (!p->scratch || p->scratch_bytes < l.total)
+	if (!p->scratch || p->scratch_bytes < l.total || ((uintptr_t)p->scratch & 15))
 		return -EINVAL;
 	unsigned char *sb = static_cast<unsigned char *>(p->scratch);
 	Args a;

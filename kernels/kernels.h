@@ -300,13 +300,14 @@ uint32_t strata_k_indexer_bucket(float score);
 #define STRATA_INDEXER_CUT_ALL 0xfffu
 
 /* Scratch bytes dev's backend needs for p's host fields (NULL dev: the CPU twin's).
- * GPU: about 4 B per (row, max_limit) for scores plus up to 256 KiB per row. The GPU
- * scratch must be all zero before its first use (strata_dev_memset once after
- * allocating it): the indexer keeps counters at its start that it leaves zero again at
- * the end of every call, so calls need no memset. Zero it again after a call that
- * failed or was cut short, and before a call with more rows (n_rows) than the call
- * before it on this scratch (the counters' span grows with n_rows, and other fields
- * do not move it). Calls sharing one scratch must not overlap. */
+ * GPU: about 4 B per (row, max_limit) for scores plus up to ~300 KiB per row. The GPU
+ * scratch must be 16-byte aligned (strata_dev_alloc's are; -EINVAL otherwise) and all
+ * zero before its first use (strata_dev_memset once after allocating it): the indexer
+ * keeps counters at its start that it leaves zero again at the end of every call, so
+ * calls need no memset. Zero it again after a call that failed or was cut short, and
+ * before a call with more rows (n_rows) than the call before it on this scratch (the
+ * counters' span grows with n_rows, and other fields do not move it). Calls sharing one
+ * scratch must not overlap. */
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p);
 /* On the GPU: the scan, then the filter with the row's select fused into its last CTA,
  * launched as the scan's programmatic dependent (its launch overlaps the scan's tail).
