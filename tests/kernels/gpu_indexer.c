@@ -369,60 +369,53 @@ END_TEST
  * B = 64. Within its stated tolerance of the twin and the reference; exact ties still go
  * to the lowest ids, bit for bit; fused, phases and graph paths agree bit for bit
  * (run_gpu). Hopper GPUs must run it. */
-START_TEST(wgmma_scan)
+/* One wgmma case: n single-row requests with limits lim, FP8 queries, checked. */
+static void wgmma_case(strata_index_fmt fmt, int k, int n, int *lim, uint64_t seed,
+		       enum td_mode kind, int strict, const char *what)
 {
 	int one[5] = { 1, 1, 1, 1, 1 };
+	char label[64];
+	td t;
+	td_make(&t, fmt, 64, k, n, one, lim, 64, seed, kind);
+	td_use_q8(&t);
+	t.p.scan_wgmma = 1;
+	ck_assert_int_eq(strata_k_indexer_wgmma(dev, &t.p), 1);
+	snprintf(label, sizeof label, "wgmma %s %s", fmt == STRATA_INDEX_MXFP4 ? "mxfp4" : "fp8",
+		 what);
+	check_case(&t, strict, label);
+	td_free(&t);
+}
+
+START_TEST(wgmma_scan)
+{
 	int lim[5] = { 20000, 513, 65536, 300, 777 }; /* 300 <= k: left to the filter */
 	const char *name = strata_dev_name(dev);
 	int hopper = name && (strstr(name, "H100") || strstr(name, "H200") || strstr(name, "H800") ||
 			      strstr(name, "GH200"));
 	for (int f = 0; f < 2; f++) {
 		const strata_index_fmt fmt = f ? STRATA_INDEX_MXFP4 : STRATA_INDEX_FP8;
-		const char *fn = f ? "mxfp4" : "fp8";
-		char what[64];
-		td t;
-		td_make(&t, fmt, 64, 512, 5, one, lim, 64, 71, TD_RANDOM);
-		td_use_q8(&t);
-		t.p.scan_wgmma = 1;
-		int on = strata_k_indexer_wgmma(dev, &t.p);
-		printf("wgmma scan (%s keys) on %s: %s\n", fn, name ? name : "?",
+		int one[1] = { 1 };
+		td probe;
+		td_make(&probe, fmt, 64, 512, 1, one, lim, 64, 70, TD_RANDOM);
+		td_use_q8(&probe);
+		probe.p.scan_wgmma = 1;
+		int on = strata_k_indexer_wgmma(dev, &probe.p);
+		td_free(&probe);
+		printf("wgmma scan (%s keys) on %s: %s\n", f ? "mxfp4" : "fp8", name ? name : "?",
 		       on ? "used" : "not available");
 		ck_assert_msg(on || !hopper, "a Hopper GPU must run the wgmma scan");
-		if (!on) {
-			td_free(&t);
+		if (!on)
 			return;
-		}
-		snprintf(what, sizeof what, "wgmma %s random", fn);
-		check_case(&t, 0, what);
-		td_free(&t);
-		td_make(&t, fmt, 64, 512, 5, one, lim, 64, 72, TD_CLUSTERED);
-		td_use_q8(&t);
-		t.p.scan_wgmma = 1;
-		snprintf(what, sizeof what, "wgmma %s clustered", fn);
-		check_case(&t, 0, what);
-		td_free(&t);
-		td_make(&t, fmt, 64, 512, 5, one, lim, 64, 75, TD_MIXED_W);
-		td_use_q8(&t);
-		t.p.scan_wgmma = 1;
-		snprintf(what, sizeof what, "wgmma %s signed-w", fn);
-		check_case(&t, 0, what);
-		td_free(&t);
+		wgmma_case(fmt, 512, 5, lim, 71, TD_RANDOM, 0, "random");
+		wgmma_case(fmt, 512, 5, lim, 72, TD_CLUSTERED, 0, "clustered");
+		wgmma_case(fmt, 512, 5, lim, 75, TD_MIXED_W, 0, "signed-w");
 		for (int mode = 0; mode < 2; mode++) {
 			int lt[3] = { 3000, 40000, 1025 };
-			td_make(&t, fmt, 64, 1024, 3, one, lt, 64, 73, mode ? TD_NEGATIVE : TD_EQUAL);
-			td_use_q8(&t);
-			t.p.scan_wgmma = 1;
-			snprintf(what, sizeof what, "wgmma %s %s", fn, mode ? "all-relu-zero" : "all-equal");
-			check_case(&t, 1, what);
-			td_free(&t);
+			wgmma_case(fmt, 1024, 3, lt, 73, mode ? TD_NEGATIVE : TD_EQUAL, 1,
+				   mode ? "all-relu-zero" : "all-equal");
 		}
 		int l1 = 262144; /* 1M tokens */
-		td_make(&t, fmt, 64, 512, 1, one, &l1, 64, 74, TD_RANDOM);
-		td_use_q8(&t);
-		t.p.scan_wgmma = 1;
-		snprintf(what, sizeof what, "wgmma %s 1M top-512", fn);
-		check_case(&t, 0, what);
-		td_free(&t);
+		wgmma_case(fmt, 512, 1, &l1, 74, TD_RANDOM, 0, "1M top-512");
 	}
 }
 END_TEST
