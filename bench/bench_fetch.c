@@ -216,6 +216,20 @@ static int gather_part(bench_out *bo, const bench_opts *o, timer *t, const int *
 			gs.hp.src_ids = NULL;
 			fails += kernel_row(bo, o, t, &gs, dpool, dbytes, n, payload, c_rate,
 					    "kernel sequential ids");
+			/* L2 prefetch sizes (strata_gather_params.l2_prefetch): whether larger
+			 * fetches per miss, so larger PCIe reads, raise the zero-copy rate, for
+			 * sequential and for the random ids (auto per_warp) */
+			static const int pfs[] = { 64, 128, 256 };
+			for (int pi = 0; pi < 3 && !o->quick; pi++)
+				for (int seq = 1; seq >= 0; seq--) {
+					gctx gq = seq ? gs : g;
+					gq.p.l2_prefetch = pfs[pi];
+					gq.hp.l2_prefetch = pfs[pi];
+					fails += kernel_row(bo, o, t, &gq, dpool, dbytes, n, payload, c_rate,
+							    bench_fmt(seq ? "kernel sequential ids, L2::%.0fB"
+									  : "kernel, L2::%.0fB",
+								      (double)pfs[pi]));
+				}
 		}
 		/* The same random ids from a packed copy of the entries (entry space packed:
 		 * 576 data + 8 scale bytes together, stride 592 or 640): one read per entry

@@ -43,7 +43,39 @@ __device__ __forceinline__ EntryPtrs entry_ptrs(const strata_gather_params &p, l
 	return e;
 }
 
-template <int U>
+/* Streaming loads of 16 and 8 bytes, with an L2 prefetch size PF (0: none; 64, 128 or
+ * 256 bytes: strata_gather_params.l2_prefetch). */
+template <int PF> __device__ __forceinline__ uint4 ld16(const void *src)
+{
+	uint4 v;
+	if constexpr (PF == 64)
+		asm volatile("ld.global.cs.L2::64B.v4.u32 {%0, %1, %2, %3}, [%4];"
+			     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(src));
+	else if constexpr (PF == 128)
+		asm volatile("ld.global.cs.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
+			     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(src));
+	else if constexpr (PF == 256)
+		asm volatile("ld.global.cs.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+			     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(src));
+	else
+		v = __ldcs(reinterpret_cast<const uint4 *>(src));
+	return v;
+}
+template <int PF> __device__ __forceinline__ uint2 ld8(const void *src)
+{
+	uint2 v;
+	if constexpr (PF == 64)
+		asm volatile("ld.global.cs.L2::64B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(src));
+	else if constexpr (PF == 128)
+		asm volatile("ld.global.cs.L2::128B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(src));
+	else if constexpr (PF == 256)
+		asm volatile("ld.global.cs.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(src));
+	else
+		v = __ldcs(reinterpret_cast<const uint2 *>(src));
+	return v;
+}
+
+template <int U, int PF>
 __global__ void __launch_bounds__(G_THREADS) gather_kernel(const strata_gather_params p)
 {
 	constexpr int R = (U * GATHER_PIECES + 31) / 32;
@@ -68,9 +100,9 @@ __global__ void __launch_bounds__(G_THREADS) gather_kernel(const strata_gather_p
 				const EntryPtrs &q = ptrs[wb][e];
 				if (q.sd) {
 					if (pc < GATHER_PIECES - 1) {
-						v[t] = __ldcs(reinterpret_cast<const uint4 *>(q.sd + pc * 16));
+						v[t] = ld16<PF>(q.sd + pc * 16);
 					} else {
-						uint2 x = __ldcs(reinterpret_cast<const uint2 *>(q.ss));
+						uint2 x = ld8<PF>(q.ss);
 						v[t] = make_uint4(x.x, x.y, 0u, 0u);
 					}
 				}
@@ -107,7 +139,7 @@ int sm_count(void)
 	return n;
 }
 
-template <int U> void launch(const strata_gather_params &p, cudaStream_t st)
+template <int U, int PF> void launch(const strata_gather_params &p, cudaStream_t st)
 {
 	long warps = ((long)p.n + U - 1) / U;
 	long grid = (warps + G_WARPS - 1) / G_WARPS, cap = (long)sm_count() * 8;
@@ -115,7 +147,17 @@ template <int U> void launch(const strata_gather_params &p, cudaStream_t st)
 		grid = cap;
 	if (grid < 1)
 		grid = 1;
-	gather_kernel<U><<<(unsigned)grid, G_THREADS, 0, st>>>(p);
+	gather_kernel<U, PF><<<(unsigned)grid, G_THREADS, 0, st>>>(p);
+}
+
+template <int U> void launch_pf(const strata_gather_params &p, cudaStream_t st)
+{
+	switch (p.l2_prefetch) {
+	case 64: launch<U, 64>(p, st); break;
+	case 128: launch<U, 128>(p, st); break;
+	case 256: launch<U, 256>(p, st); break;
+	default: launch<U, 0>(p, st); break;
+	}
 }
 
 
@@ -251,10 +293,10 @@ extern "C" int strata_k_gather_gpu(strata_dev *dev, const strata_gather_params *
 		u = 4;
 	switch (u) {
 	case 16: launch_bulk(*p, st); break;
-	case 1: launch<1>(*p, st); break;
-	case 2: launch<2>(*p, st); break;
-	case 4: launch<4>(*p, st); break;
-	default: launch<8>(*p, st); break;
+	case 1: launch_pf<1>(*p, st); break;
+	case 2: launch_pf<2>(*p, st); break;
+	case 4: launch_pf<4>(*p, st); break;
+	default: launch_pf<8>(*p, st); break;
 	}
 	return strata_dev_check(dev, "gather kernel");
 }

@@ -16,7 +16,9 @@ static int params_ok(const strata_gather_params *p)
 {
 	return p && p->n >= 0 && space_ok(&p->src) && space_ok(&p->dst) &&
 	       (p->per_warp == 0 || p->per_warp == 1 || p->per_warp == 2 || p->per_warp == 4 ||
-		p->per_warp == 8 || p->per_warp == 16);
+		p->per_warp == 8 || p->per_warp == 16) &&
+	       (p->l2_prefetch == 0 || p->l2_prefetch == 64 || p->l2_prefetch == 128 ||
+		p->l2_prefetch == 256);
 }
 
 int strata_k_gather_cpu(const strata_gather_params *p)

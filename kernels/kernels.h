@@ -393,7 +393,11 @@ typedef struct strata_entry_space {
  * either side is skipped. When n_dev is set, *n_dev (device memory, read by the
  * kernel: no host synchronisation) is the item count, capped at n. per_warp: entries
  * one warp moves per round (1, 2, 4 or 8; 0 = chosen from n; 16 = Hopper bulk copies
- * through shared memory, falling back to 4 before sm_90). Items must not overlap. */
+ * through shared memory, falling back to 4 before sm_90). l2_prefetch: 0 (default) or
+ * 64, 128, 256: the plain kernel's source loads ask L2 to fetch that many bytes around
+ * each miss (PTX .L2::64B/128B/256B; for pinned host memory, larger PCIe reads), a
+ * tuning knob that bench fetch measures; it does not change what is copied. Items must
+ * not overlap. */
 typedef struct strata_gather_params {
 	int n;
 	const int32_t *n_dev;
@@ -402,6 +406,7 @@ typedef struct strata_gather_params {
 	const int32_t *dst_ids, *dst_tab;
 	strata_entry_space dst;
 	int per_warp;
+	int l2_prefetch;
 } strata_gather_params;
 
 int strata_k_gather(strata_dev *dev, const strata_gather_params *p, strata_stream *s);

@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|s8b|s8c|s8d|s8f|s8g|s8h|scrub|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|s8b|s8c|s8d|s8f|s8g|s8h|scrub|pf|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,7 +31,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ] && [ "$mode" != s8b ] && [ "$mode" != s8c ] && [ "$mode" != s8d ] && [ "$mode" != s8f ] && [ "$mode" != s8g ] && [ "$mode" != s8h ] && [ "$mode" != scrub ]; then
+if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ] && [ "$mode" != s8b ] && [ "$mode" != s8c ] && [ "$mode" != s8d ] && [ "$mode" != s8f ] && [ "$mode" != s8g ] && [ "$mode" != s8h ] && [ "$mode" != scrub ] && [ "$mode" != pf ]; then
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
@@ -82,6 +82,13 @@ if [ "$mode" = s7 ]; then # gpu tests, issue 5's ratios paired at 32 steps, wher
 		"$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt mxfp4 --reps 3 >"$out/ncu_indexer.txt" 2>&1
 	stamp "ncu indexer rc=$?"
 	run fetch 150 bench fetch --check --sizes 512,8192,32768,262144
+	exit 0
+fi
+if [ "$mode" = pf ]; then # issue 4: the gather with L2 prefetch sizes 64/128/256 B (never run yet) and its gpu test, ~3 min
+	ctest --test-dir build-gpu -R kernels_gpu_gather --output-on-failure --timeout 300 >"$out/ctest_gather.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gather.txt" | head -5
+	stamp ctest
+	run fetch_pf 200 bench fetch --check --sizes 512,8192,32768,262144
 	exit 0
 fi
 if [ "$mode" = scrub ]; then # issue 5's 128K/1M b1 ratio with L2 scrubbed before every step: unpaired both orders and paired (never run yet), ~4 min

@@ -1,4 +1,4 @@
-/* The gather kernel on the GPU: every per_warp variant, sizes around the warp and
+/* The gather kernel on the GPU: every per_warp variant and L2 prefetch size, sizes around the warp and
  * grid edges, flat and block-table sources in pinned host memory (zero-copy reads),
  * write-back to host, a device-side count, and the memcpy baselines; all compared
  * byte for byte with the CPU twin. */
@@ -37,7 +37,7 @@ static void to_dev(void *d, const void *h, size_t n)
 
 /* Gather n random entries from a pinned host tier into a device pool with per_warp u;
  * compare with the CPU twin on host copies. */
-static void one(int n, int u, int use_table, uint64_t seed)
+static void one(int n, int u, int use_table, uint64_t seed, int pf)
 {
 	const int B = 64, src_blocks = 64, dst_B = 64;
 	const int dst_entries = n + 100;
@@ -76,6 +76,7 @@ static void one(int n, int u, int use_table, uint64_t seed)
 			  : (strata_entry_space){ host, NULL, 0, B };
 	p.dst = (strata_entry_space){ dpool, NULL, 0, dst_B };
 	p.per_warp = u;
+	p.l2_prefetch = pf;
 	ck_assert_int_eq(strata_k_gather(dev, &p, NULL), 0);
 	ck_assert_int_eq(strata_dev_sync(dev), 0);
 	ck_assert_int_eq(strata_dev_copy(dev, got, dpool, dbytes, NULL), 0);
@@ -88,8 +89,8 @@ static void one(int n, int u, int use_table, uint64_t seed)
 			  : (strata_entry_space){ host, NULL, 0, B };
 	q.dst.base = ref;
 	ck_assert_int_eq(strata_k_gather_cpu(&q), 0);
-	ck_assert_msg(!memcmp(got, ref, dbytes), "n=%d per_warp=%d table=%d differs", n, u,
-		      use_table);
+	ck_assert_msg(!memcmp(got, ref, dbytes), "n=%d per_warp=%d table=%d l2_prefetch=%d differs",
+		      n, u, use_table, pf);
 
 	strata_dev_free(dev, d_sid);
 	strata_dev_free(dev, d_did);
@@ -109,7 +110,12 @@ START_TEST(variants)
 	static const int us[] = { 0, 1, 2, 4, 8, 16 };
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
 		for (size_t j = 0; j < sizeof us / sizeof *us; j++)
-			one(sizes[i], us[j], (int)((i + j) % 2), 1000 + i * 10 + j);
+			one(sizes[i], us[j], (int)((i + j) % 2), 1000 + i * 10 + j, 0);
+	/* the L2 prefetch sizes move the same bytes */
+	static const int pfs[] = { 64, 128, 256 };
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+		for (size_t j = 0; j < sizeof pfs / sizeof *pfs; j++)
+			one(sizes[i], (int)(1u << (i % 4)), (int)((i + j) % 2), 2000 + i * 10 + j, pfs[j]);
 }
 END_TEST
 

@@ -220,6 +220,13 @@ START_TEST(bad_params)
 	p.per_warp = 3;
 	ck_assert_int_eq(strata_k_gather_cpu(&p), -EINVAL);
 	p.per_warp = 0;
+	p.l2_prefetch = 32; /* 0, 64, 128 or 256 */
+	ck_assert_int_eq(strata_k_gather_cpu(&p), -EINVAL);
+	p.l2_prefetch = 256;
+	p.n = 0;
+	ck_assert_int_eq(strata_k_gather_cpu(&p), 0);
+	p.n = 1;
+	p.l2_prefetch = 0;
 	p.n = 0;
 	ck_assert_int_eq(strata_k_gather_cpu(&p), 0);
 	ck_assert_int_eq(strata_k_gather(NULL, &p, NULL), -EINVAL);
