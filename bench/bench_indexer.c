@@ -345,10 +345,8 @@ int strata_bench_indexer(int argc, char **argv)
 		uint8_t *hpages = make_pages(fmt, slot_pages, B, o.seed + (uint64_t)fi);
 		uint8_t *dpages = NULL;
 		size_t all_pages = (size_t)slot_pages * max_batch;
-		if (gpu && cold) { /* room for COLD_BYTES of copies beyond the largest point */
-			const size_t extra = (COLD_BYTES + pb - 1) / pb;
-			all_pages = (size_t)slot_pages * max_batch + extra;
-		}
+		if (gpu && cold) /* room for COLD_BYTES of copies and two of the largest point */
+			all_pages = 2 * (size_t)slot_pages * max_batch + (COLD_BYTES + pb - 1) / pb;
 		if (!hpages) {
 			err = -ENOMEM;
 			break;
@@ -380,7 +378,7 @@ int strata_bench_indexer(int argc, char **argv)
 				size_t want = (COLD_BYTES + point_bytes - 1) / point_bytes + 1;
 				size_t fit = all_pages / point_pages;
 				want = want < fit ? want : fit;
-				copies = (int)(want < 64 ? want : 64);
+				copies = (int)(want < 256 ? want : 256); /* 32K tokens: 179 */
 				copies = copies < 1 ? 1 : copies;
 			}
 			strata_indexer_params *pc = malloc(sizeof *pc * (size_t)copies);
