@@ -729,7 +729,8 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 
 #include "kernels/indexer_stage_int.h" /* stage_role */
 
-/* grid (ceil(max_limit / kFChunk), n_rows). Appends ids with bucket > b* to the row's
+/* grid (sx + fx, n_rows) (filter_shape). Filter CTA x walks score chunks x, x + fx, ...
+ * of kFChunk. Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
  * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row and
  * clears its counters, and CTA 0 of rows with limit <= k writes them; else
@@ -802,6 +803,10 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				ns += (uint32_t)__popc(ms[u]);
 				nc += (uint32_t)__popc(mc[u]);
 			}
+			/* the next chunk's scores, in flight while this one's places are taken */
+			const int nstart = start + a.fx * kFChunk;
+			float sn[kFPer];
+			load_chunk(sc, nstart, L, sn);
 			uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
 			if (lane == 0 && ns)
 				ws = atomicAdd(&sm.n_t, ns);
@@ -837,10 +842,12 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				bs += (uint32_t)__popc(ms[u]);
 				bc += (uint32_t)__popc(mc[u]);
 			}
-			start += a.fx * kFChunk;
+			start = nstart;
 			if (start >= L)
 				break;
-			load_chunk(sc, start, L, s);
+#pragma unroll
+			for (int u = 0; u < kFPer; u++)
+				s[u] = sn[u];
 		}
 		__syncthreads();
 		uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
@@ -972,8 +979,9 @@ cudaError_t launch_scan_fmt(const Args &a, int R, int n_req, int max_limit, cuda
 } // namespace
 
 /* The filter launch's shape on a GPU of nsm SMs: fx filter CTAs per row (rows with
- * limit <= k need no filter CTAs beyond the first; 8 per SM in all, about four waves at
- * two resident per SM, chunks looped beyond) and, with p->stage, sx staging CTAs per
+ * limit <= k need no filter CTAs beyond the first; 2 per SM in all, one wave at two
+ * resident per SM, chunks looped beyond: batch 1 gets one CTA per chunk up to 1M
+ * tokens) and, with p->stage, sx staging CTAs per
  * row beside them: stage->max_ctas, or by default as many as fit one wave beside the
  * filter's (two 512-thread CTAs per SM), at most one per filter CTA (staging CTAs
  * queued in front of filter CTAs would put the copies on top-k's path); else 0. */
@@ -984,7 +992,10 @@ static void filter_shape(int nsm, const strata_indexer_params *p, int *fx_out, i
 	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
 	long long fx = 1;
 	if (scored) {
-		long long want = (long long)(nsm > 0 ? nsm : 1) * 8 / rows;
+		/* one wave (two CTAs per SM): at batch, fewer CTAs that walk several chunks
+		 * (the next chunk's reads overlap this one's list atomic) beat waves of
+		 * one-chunk CTAs, each paying the cut and the done counter */
+		long long want = (long long)(nsm > 0 ? nsm : 1) * 2 / rows;
 		want = want < 1 ? 1 : want;
 		fx = chunks < want ? chunks : want;
 	}
