@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|wg|s8|s8b|s8c|s8d|s8f|s8g|s8h|scrub|pf|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|s8f|s8h|scrub|pf|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -31,11 +31,14 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 ||
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
-if [ "$mode" != final ] && [ "$mode" != dry ] && [ "$mode" != ediag ] && [ "$mode" != ratios ] && [ "$mode" != b1 ] && [ "$mode" != s7 ] && [ "$mode" != wg ] && [ "$mode" != s8 ] && [ "$mode" != s8b ] && [ "$mode" != s8c ] && [ "$mode" != s8d ] && [ "$mode" != s8f ] && [ "$mode" != s8g ] && [ "$mode" != s8h ] && [ "$mode" != scrub ] && [ "$mode" != pf ]; then
+case $mode in # modes that run their own tests, or none
+final | dry | ediag | ratios | b1 | s7 | s8f | s8h | scrub | pf) ;;
+*)
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
 	stamp ctest
-fi
+	;;
+esac
 B=build-gpu/strata
 run() { # name timeout args...
 	local name=$1 t=$2
@@ -107,27 +110,6 @@ if [ "$mode" = s8h ]; then # session 8's last check: gpu tests on the final GPU 
 	run dflt 60 bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt mxfp4,fp8
 	exit 0
 fi
-if [ "$mode" = s8g ]; then # gpu tests; the select fused into the filter against its own PDL grid (STRATA_IDX_SPLIT), timelines, ~5 min
-	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt" | head -20
-	stamp ctest
-	STRATA_IDX_SPLIT=1 ctest --test-dir build-gpu -R kernels_gpu_indexer --output-on-failure --timeout 300 >"$out/ctest_split.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_split.txt" | head -5
-	stamp ctest_split
-	W="bench indexer --check --ctx 128K,1M --batch 1,8 --rows 1 --fmt mxfp4,fp8 --q8 --wgmma"
-	D="bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt mxfp4,fp8"
-	for r in 1 2; do
-		run wg_fused$r 100 $W
-		STRATA_IDX_SPLIT=1 run wg_split$r 100 $W
-	done
-	run d_fused 100 $D
-	STRATA_IDX_SPLIT=1 run d_split 100 $D
-	STRATA_IDX_TRACE=1 run tr_fused 60 bench indexer --reps 6 --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma
-	grep idx-trace "$out/tr_fused.txt" | tail -4
-	STRATA_IDX_TRACE=1 STRATA_IDX_SPLIT=1 run tr_split 60 bench indexer --reps 6 --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma
-	grep idx-trace "$out/tr_split.txt" | tail -4
-	exit 0
-fi
 if [ "$mode" = s8f ]; then # session 8's closing figures: gpu tests, indexer sweep (cold L2) default and wgmma, issue 5's paired ratios, ~7 min
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*|wgmma scan" "$out/ctest_gpu.txt" | head -20
@@ -137,74 +119,6 @@ if [ "$mode" = s8f ]; then # session 8's closing figures: gpu tests, indexer swe
 	run idx_wg 150 bench indexer --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt mxfp4,fp8 --q8 --wgmma
 	run p_128k 150 bench decode --check --paired --contexts 128K --batches 1,8 --reps 32 --rows hisparse-direct
 	run p_1m 150 bench decode --check --paired --contexts 1M --batches 1 --reps 32 --rows hisparse-direct --host-gib 110
-	exit 0
-fi
-if [ "$mode" = s8d ]; then # the indexer's gpu test, the wgmma scan both formats (cold L2), its instruction counts (ncu), ~4 min
-	ctest --test-dir build-gpu -R kernels_gpu_indexer --output-on-failure --timeout 300 >"$out/ctest_indexer.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*|wgmma" "$out/ctest_indexer.txt" | head -20
-	stamp ctest
-	run wg 150 bench indexer --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt mxfp4,fp8 --q8 --wgmma
-	M=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
-	for f in mxfp4 fp8; do
-		timeout 100 ncu --cache-control all --clock-control none --metrics $M --csv -k 'regex:scan_wgmma' --launch-skip 3 -c 2 \
-			"$B" bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt $f --q8 --wgmma --reps 3 >"$out/ncu_$f.csv" 2>&1
-		stamp "ncu $f rc=$?"
-		grep -E "scan_wgmma" "$out/ncu_$f.csv" | awk -F'","' '{print $(NF-2), $NF}' | head -12
-	done
-	exit 0
-fi
-if [ "$mode" = s8c ]; then # gpu tests, the wgmma scan with MXFP4 and FP8 keys (cold L2), the tail's timeline, ~5 min
-	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*|wgmma scan|wgmma .*differences" "$out/ctest_gpu.txt" | head -30
-	stamp ctest
-	run wg 150 bench indexer --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt mxfp4,fp8 --q8 --wgmma
-	run dflt 150 bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt mxfp4,fp8
-	STRATA_IDX_TRACE=1 run trace_wg 60 bench indexer --reps 6 --ctx 1M --batch 1 --rows 1 --fmt mxfp4,fp8 --q8 --wgmma
-	grep idx-trace "$out/trace_wg.txt" | tail -12
-	exit 0
-fi
-if [ "$mode" = s8b ]; then # cold-L2 indexer figures, the wgmma ring depth under them, the tail's timeline (STRATA_IDX_TRACE), ~4 min
-	I="bench indexer --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt fp8 --q8 --wgmma"
-	for st in 2 4; do STRATA_WG_STAGES=$st run cold_wg_s$st 120 $I; done
-	run cold_default 150 bench indexer --check --ctx 128K,1M --batch 1,8 --rows 1 --fmt fp8,mxfp4
-	STRATA_WG_STAGES=2 run warm_wg 60 bench indexer --l2 warm --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma
-	STRATA_IDX_TRACE=1 STRATA_WG_STAGES=2 run trace_wg 60 bench indexer --reps 6 --ctx 1M --batch 1,8 --rows 1 --fmt fp8 --q8 --wgmma
-	grep idx-trace "$out/trace_wg.txt" | tail -8
-	STRATA_IDX_TRACE=1 run trace_mx 60 bench indexer --reps 6 --ctx 1M --batch 1 --rows 1 --fmt mxfp4
-	grep idx-trace "$out/trace_mx.txt" | tail -4
-	exit 0
-fi
-if [ "$mode" = s8 ]; then # the wgmma scan's ring depth (2-4), PDL on/off, kernel durations (ncu), ~6 min
-	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*|wgmma scan" "$out/ctest_gpu.txt"
-	stamp ctest
-	I="bench indexer --phases --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt fp8 --q8 --wgmma"
-	for st in 2 3 4; do STRATA_WG_STAGES=$st run wg_s$st 120 $I; done
-	J="bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4"
-	run pdl_on 120 $J
-	STRATA_NO_PDL=1 run pdl_off 120 $J
-	for st in 2 4; do
-		STRATA_WG_STAGES=$st timeout 100 ncu --cache-control none --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active --csv \
-			-k 'regex:scan_wgmma|filter_kernel' --launch-skip 4 -c 4 "$B" bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --reps 3 >"$out/ncu_s$st.csv" 2>&1
-		stamp "ncu s$st rc=$?"
-		grep -E "gpu__time|dram__|warps_active" "$out/ncu_s$st.csv" | cut -d, -f5,12- | head -12
-	done
-	exit 0
-fi
-if [ "$mode" = wg ]; then # the FP8 tensor-core scan (scan_wgmma, never run on a GPU before): its test, the indexer with and without it; issue 5's batch-1 ratio three ways, ~5 min
-	ctest --test-dir build-gpu -R kernels_gpu_indexer -V --timeout 300 >"$out/ctest_indexer.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*|wgmma|rows, GPU" "$out/ctest_indexer.txt" | head -40
-	stamp ctest
-	I="bench indexer --phases --check --ctx 128K,1M --batch 1,8,32 --rows 1 --fmt fp8"
-	run idx_bf16 120 $I
-	run idx_q8 120 $I --q8
-	run idx_wgmma 120 $I --q8 --wgmma
-	# issue 5's batch-1 ratio three ways: rows one after the other (all-resident
-	# first, then last) and paired; the first two differing shows drift over a run
-	D="bench decode --check --contexts 128K --batches 1 --reps 32 --rows hisparse-direct"
-	run order_first 100 $D
-	run order_last 100 $D --resident-last
-	run order_paired 100 $D --paired
 	exit 0
 fi
 if [ "$mode" = b1 ]; then # batch-1 ratios at 32 steps and the isolated kernel times of EARLY (no tests), ~2 min
