@@ -420,6 +420,187 @@ START_TEST(wgmma_scan)
 }
 END_TEST
 
+/* The threshold hint (strata_indexer_params.kth): with any guess (none, the exact k-th,
+ * too high, a slack that lists everything, the previous call's) and in a CUDA graph,
+ * the selection and scores are bit-identical to the call without a hint; each scored
+ * row's k-th score comes out; the hit counter counts exactly the rows whose listed
+ * entries (bucket >= the guess's less the slack, counted here from the GPU's own
+ * scores) number k .. STRATA_INDEXER_HINT_CAP; the counters are zero after every call. */
+static void hint_case(td *t, int need_hit, const char *what)
+{
+	strata_indexer_params p = t->p;
+	const int R = p.n_rows, k = p.topk;
+	const size_t n = (size_t)R * k;
+	size_t eb = strata_index_entry_bytes(p.fmt);
+	void *dpages = to_dev(t->pages, (size_t)t->n_pages * p.B * eb);
+	void *dpt = to_dev(t->pt, sizeof(int32_t) * (size_t)p.n_req * p.max_pages);
+	void *dq = to_dev(t->q, sizeof(uint16_t) * (size_t)R * p.heads * 128);
+	void *dq8 = to_dev(t->q8, t->q8 ? (size_t)R * p.heads * 128 : 0);
+	void *dw = to_dev(t->w, sizeof(float) * (size_t)R * p.heads);
+	void *drr = to_dev(t->req_rows, sizeof(int32_t) * (size_t)(p.n_req + 1));
+	void *dlim = to_dev(t->limits, sizeof(int32_t) * (size_t)R);
+	void *dids = to_dev(NULL, sizeof(int32_t) * n), *dsc = to_dev(NULL, sizeof(float) * n);
+	void *dkth = to_dev(NULL, sizeof(float) * (size_t)R), *dhits = to_dev(NULL, 4);
+	p.pages = dpages;
+	p.page_table = dpt;
+	p.q = t->q8 ? NULL : dq;
+	p.q8 = t->q8 ? dq8 : NULL;
+	p.w = dw;
+	p.req_rows = drr;
+	p.row_limit = dlim;
+	p.out_ids = dids;
+	p.out_scores = dsc;
+	p.kth = dkth; /* the scratch's size counts the hint lists */
+	p.scratch_bytes = strata_k_indexer_scratch(dev, &p);
+	void *dscr = to_dev(NULL, p.scratch_bytes);
+	idx_gpu_layout lay;
+	idx_gpu_layout_of(&p, &lay);
+	ck_assert_int_eq(strata_dev_memset(dev, dscr, 0xa5, p.scratch_bytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, dscr, 0, lay.zero_bytes, NULL), 0);
+	p.scratch = dscr;
+	int32_t *ids0 = malloc(sizeof(int32_t) * n), *ids = malloc(sizeof(int32_t) * n);
+	float *sc0 = malloc(sizeof(float) * n), *sc = malloc(sizeof(float) * n);
+	float *kin = malloc(sizeof(float) * (size_t)R), *kout = malloc(sizeof(float) * (size_t)R);
+	float *kexact = malloc(sizeof(float) * (size_t)R);
+	unsigned char *zb = malloc(lay.zero_bytes);
+	float *rs = malloc(sizeof(float) * (size_t)(p.max_limit + 1));
+
+	/* the reference: no hint */
+	strata_indexer_params p0 = p;
+	p0.kth = NULL;
+	ck_assert_int_eq(strata_k_indexer(dev, &p0, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, ids0, dids, sizeof(int32_t) * n, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, sc0, dsc, sizeof(float) * n, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	const float *dscores = NULL;
+	size_t stride = 0;
+	ck_assert_int_eq(strata_k_indexer_scores(dev, &p, &dscores, &stride), 0);
+	for (int r = 0; r < R; r++) {
+		kexact[r] = NAN;
+		if (t->limits[r] > k) {
+			kexact[r] = INFINITY;
+			for (int i = 0; i < k; i++)
+				kexact[r] = fminf(kexact[r], sc0[(size_t)r * k + i]);
+		}
+	}
+	/* guesses: none, exact, too high, everything listed (slack), chained */
+	for (int c = 0; c < 6; c++) {
+		int slack = c == 3 ? STRATA_INDEXER_HINT_SLACK_MAX : c == 4 ? 2 : 0;
+		for (int r = 0; r < R; r++)
+			kin[r] = c == 0 ? NAN : c == 2 ? 1e30f : c == 5 ? kout[r] : kexact[r];
+		if (c == 5) /* the previous call's output, with its slack */
+			slack = 2;
+		p.kth_slack = slack;
+		p.kth_hits = dhits;
+		ck_assert_int_eq(strata_dev_copy(dev, dkth, kin, sizeof(float) * (size_t)R, NULL), 0);
+		ck_assert_int_eq(strata_dev_memset(dev, dhits, 0, 4, NULL), 0);
+		ck_assert_int_eq(strata_dev_memset(dev, dids, 0x7f, sizeof(int32_t) * n, NULL), 0);
+		ck_assert_int_eq(strata_k_indexer(dev, &p, NULL), 0);
+		uint32_t hits = 0;
+		ck_assert_int_eq(strata_dev_copy(dev, ids, dids, sizeof(int32_t) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, sc, dsc, sizeof(float) * n, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, kout, dkth, sizeof(float) * (size_t)R, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, &hits, dhits, 4, NULL), 0);
+		ck_assert_int_eq(strata_dev_copy(dev, zb, dscr, lay.zero_bytes, NULL), 0);
+		ck_assert_int_eq(strata_dev_sync(dev), 0);
+		ck_assert_msg(!memcmp(ids, ids0, sizeof(int32_t) * n) && !memcmp(sc, sc0, sizeof(float) * n),
+			      "%s: guess %d: the selection differs from the call without a hint", what, c);
+		for (size_t i = 0; i < lay.zero_bytes; i++)
+			ck_assert_msg(!zb[i], "%s: guess %d: counter byte %zu is %u after the call", what,
+				      c, i, zb[i]);
+		uint32_t want = 0;
+		for (int r = 0; r < R; r++) {
+			const int L = t->limits[r];
+			if (L <= k) { /* not scored: left as it was */
+				ck_assert_msg(memcmp(&kout[r], &kin[r], sizeof(float)) == 0,
+					      "%s: row %d's hint changed", what, r);
+				continue;
+			}
+			ck_assert_msg(kout[r] == kexact[r], "%s: guess %d row %d: k-th %.9g, want %.9g",
+				      what, c, r, kout[r], kexact[r]);
+			const uint32_t hb = idx_hint_bucket(kin[r], slack);
+			if (hb >= IDX_BINS)
+				continue;
+			ck_assert_int_eq(strata_dev_copy(dev, rs, dscores + (size_t)r * stride,
+							 sizeof(float) * (size_t)L, NULL), 0);
+			ck_assert_int_eq(strata_dev_sync(dev), 0);
+			int cnt = 0;
+			for (int j = 0; j < L; j++)
+				cnt += strata_k_indexer_bucket(rs[j]) >= hb;
+			want += cnt >= k && cnt <= STRATA_INDEXER_HINT_CAP;
+		}
+		printf("%s: guess %d (slack %d): %u of %d rows hit\n", what, c, slack, hits, R);
+		ck_assert_msg(hits == want, "%s: guess %d: %u hits, want %u", what, c, hits, want);
+		if (c == 1 && need_hit)
+			ck_assert_msg(want > 0, "%s: the exact guess hits no row", what);
+	}
+	/* a CUDA graph of two calls: the second takes the first's hint */
+	strata_stream *gs = NULL;
+	strata_graph *g = NULL;
+	p.kth_slack = 2;
+	for (int r = 0; r < R; r++)
+		kin[r] = NAN;
+	ck_assert_int_eq(strata_dev_copy(dev, dkth, kin, sizeof(float) * (size_t)R, NULL), 0);
+	ck_assert_int_eq(strata_dev_memset(dev, dhits, 0, 4, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	ck_assert_int_eq(strata_stream_create(dev, &gs), 0);
+	ck_assert_int_eq(strata_graph_begin(dev, gs), 0);
+	ck_assert_int_eq(strata_k_indexer(dev, &p, gs), 0);
+	ck_assert_int_eq(strata_k_indexer(dev, &p, gs), 0);
+	ck_assert_int_eq(strata_graph_end(dev, gs, &g), 0);
+	ck_assert_int_eq(strata_graph_launch(dev, g, gs), 0);
+	ck_assert_int_eq(strata_stream_sync(dev, gs), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, ids, dids, sizeof(int32_t) * n, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, sc, dsc, sizeof(float) * n, NULL), 0);
+	ck_assert_int_eq(strata_dev_copy(dev, zb, dscr, lay.zero_bytes, NULL), 0);
+	ck_assert_int_eq(strata_dev_sync(dev), 0);
+	ck_assert_msg(!memcmp(ids, ids0, sizeof(int32_t) * n) && !memcmp(sc, sc0, sizeof(float) * n),
+		      "%s: graph with a chained hint differs", what);
+	for (size_t i = 0; i < lay.zero_bytes; i++)
+		ck_assert_msg(!zb[i], "%s: counter byte %zu is %u after the graph", what, i, zb[i]);
+	strata_graph_destroy(dev, g);
+	strata_stream_destroy(dev, gs);
+	void *all[] = { dpages, dpt, dq, dq8, dw, drr, dlim, dids, dsc, dkth, dhits, dscr };
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		strata_dev_free(dev, all[i]);
+	free(ids0), free(ids), free(sc0), free(sc), free(kin), free(kout), free(kexact), free(zb),
+		free(rs);
+}
+
+START_TEST(threshold_hint)
+{
+	/* MTP rows, limits around k and CAP, unscored rows, long rows */
+	int rows_of[5] = { 1, 4, 2, 3, 1 };
+	int lim[11] = { 20000, 513, 511, 2048, 2049, 0, 1, 777, 65536, 3001, 40001 };
+	enum td_mode modes[3] = { TD_RANDOM, TD_CLUSTERED, TD_MIXED_W };
+	const char *names[3] = { "random", "clustered", "signed-w" };
+	for (int f = 0; f < 2; f++)
+		for (int m = 0; m < 3; m++) {
+			td t;
+			char what[64];
+			snprintf(what, sizeof what, "hint %s %s", f ? "fp8" : "mxfp4", names[m]);
+			td_make(&t, (strata_index_fmt)f, 64, 512, 5, rows_of, lim, 64, 400 + 10 * f + m,
+				modes[m]);
+			hint_case(&t, 1, what);
+			td_free(&t);
+		}
+	int one[4] = { 1, 1, 1, 1 }, l4[4] = { 262144, 2000, 30000, 100 };
+	for (int f = 0; f < 2; f++) { /* the tensor-core scan, where it runs */
+		td t;
+		td_make(&t, (strata_index_fmt)f, 64, 512, 4, one, l4, 64, 430 + f, TD_RANDOM);
+		td_use_q8(&t);
+		t.p.scan_wgmma = 1;
+		hint_case(&t, 1, strata_k_indexer_wgmma(dev, &t.p) ? "hint wgmma" : "hint q8");
+		td_free(&t);
+	}
+	td t;
+	int l1[1] = { 50000 };
+	td_make(&t, STRATA_INDEX_FP8, 64, 512, 1, one, l1, 64, 440, TD_EQUAL); /* one bucket */
+	hint_case(&t, 0, "hint all-equal"); /* 50000 in one bucket: every guess misses */
+	td_free(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -432,6 +613,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, long_context);
 	tcase_add_test(tc, fp8_queries);
 	tcase_add_test(tc, wgmma_scan);
+	tcase_add_test(tc, threshold_hint);
 	suite_add_tcase(s, tc);
 	return s;
 }
