@@ -40,12 +40,12 @@
 
 #define MAX_LIST 8
 #define COLD_BYTES ((size_t)192 << 20) /* > 3 x the H200's 50 MiB L2 */
-#define HINT_QUERIES 8 /* --hint: query sets the calls rotate over */
+#define HINT_QUERIES 8 /* --hint: query sets the calls rotate over (default) */
 
 static const char *usage =
 	"usage: strata bench indexer [--model flash|pro] [--ctx 32K,128K,...] [--batch 1,8,...]\n"
 	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--q8 [--wgmma]] [--phases]\n"
-	"                            [--l2 cold|warm] [--hint SLACK]\n"
+	"                            [--l2 cold|warm] [--hint SLACK [--hint-queries N]]\n"
 	"  Sweeps contexts (tokens; C4 entries = tokens / 4), batch sizes, query rows per\n"
 	"  request (MTP) and key formats; times scan + top-k per layer against a streaming\n"
 	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.\n"
@@ -61,7 +61,9 @@ static const char *usage =
 	"  The 1M one-row target is checked on graph_us (the call inside a captured step).\n"
 	"  --hint SLACK: threshold hints (kernels.h kth, slack 0..2047 buckets), each call\n"
 	"  taking the one the call before left while scoring another query; column hits:\n"
-	"  the fraction of rows selected from their hint list.";
+	"  the fraction of rows selected from their hint list. --hint-queries N: the query\n"
+	"  sets rotated over (default 8; 1: every call scores the same query, its own k-th\n"
+	"  its hint: the best case).";
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -210,7 +212,7 @@ int strata_bench_indexer(int argc, char **argv)
 	uint64_t ctx[MAX_LIST] = { 32768, 131072, 524288, 1048576 }, bat[MAX_LIST] = { 1, 8, 32, 64 },
 		 rws[MAX_LIST] = { 1, 2, 4 };
 	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0,
-	    use_q8 = 0, use_wg = 0, cold = 1, hint = -1;
+	    use_q8 = 0, use_wg = 0, cold = 1, hint = -1, hint_q = HINT_QUERIES;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
@@ -233,6 +235,11 @@ int strata_bench_indexer(int argc, char **argv)
 			long h = strtol(v, &end, 10);
 			bad = !*v || *end || h < 0 || h > STRATA_INDEXER_HINT_SLACK_MAX;
 			hint = (int)h;
+		} else if (!strcmp(argv[i], "--hint-queries") && v) {
+			char *end = NULL;
+			long h = strtol(v, &end, 10);
+			bad = !*v || *end || h < 1 || h > 64;
+			hint_q = (int)h;
 		} else if (!strcmp(argv[i], "--l2") && v)
 			bad = !(cold = !strcmp(v, "cold")) && strcmp(v, "warm");
 		else if (!strcmp(argv[i], "--ctx") && v)
@@ -384,7 +391,7 @@ int strata_bench_indexer(int argc, char **argv)
 			const int keys = (int)(ctx[ci] / 4), nreq = (int)bat[bi], R = (int)rws[ri];
 			const int nrows = nreq * R, ppr = (keys + B - 1) / B;
 			point_res res = { 0 };
-			const int nq = hint >= 0 ? HINT_QUERIES : 1; /* query sets */
+			const int nq = hint >= 0 ? hint_q : 1; /* query sets */
 			const size_t qn = (size_t)nrows * H * 128, wn = (size_t)nrows * H;
 			uint16_t *hq = malloc(sizeof(uint16_t) * qn * nq);
 			uint8_t *hq8 = use_q8 ? malloc(qn * nq) : NULL;

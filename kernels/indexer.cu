@@ -629,16 +629,6 @@ __device__ __forceinline__ void find_cut_of(const uint32_t (&cnt)[NB], uint32_t 
 	}
 }
 
-/* find_cut_of, reading the counts first. */
-template <int NB>
-__device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
-					 FScan::TempStorage &tmp, int *bin, uint32_t *above_out)
-{
-	uint32_t cnt[NB];
-	cut_counts<NB>(hist, cnt);
-	find_cut_of<NB>(cnt, need, tmp, bin, above_out);
-}
-
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
 __device__ __forceinline__ float ord16_value(uint32_t o)
 {
@@ -737,22 +727,31 @@ __device__ void clear_row(const Args &a, int row)
 		a.count[(size_t)row * IDX_CNT + threadIdx.x] = 0;
 }
 
-/* First-level cut of a row from the scan's histogram; false when there is none (an
- * inconsistent histogram, cannot happen). */
-__device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
-					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1)
+/* First-level cut of a row from the scan's histogram (this thread's counts from
+ * cut_counts); false when there is none (an inconsistent histogram, cannot happen). */
+__device__ __forceinline__ bool row_cut_of(SelSmem &sm, FScan::TempStorage &tmp,
+					   const uint32_t (&cnt)[IDX_BINS / kFThreads], int k,
+					   uint32_t *bstar, uint32_t *above1)
 {
 	if (threadIdx.x == 0)
 		sm.bin = -1, sm.above = 0;
 	__syncthreads();
-	find_cut<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, (uint32_t)a.topk, tmp,
-				       &sm.bin, &sm.above);
+	find_cut_of<IDX_BINS / kFThreads>(cnt, (uint32_t)k, tmp, &sm.bin, &sm.above);
 	__syncthreads();
 	const int b = sm.bin;
 	*bstar = (uint32_t)b;
 	*above1 = sm.above;
 	__syncthreads(); /* sm.bin is reused */
 	return b >= 0;
+}
+
+/* row_cut_of, reading the row's histogram first. */
+__device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
+					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1)
+{
+	uint32_t cnt[IDX_BINS / kFThreads];
+	cut_counts<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, cnt);
+	return row_cut_of(sm, tmp, cnt, a.topk, bstar, above1);
 }
 
 __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, float (&s)[kFPer])
@@ -803,6 +802,13 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 	if (bx * kFChunk >= L)
 		return; /* block-uniform */
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	/* the first chunk's scores do not depend on the cut: in flight while it is found */
+	int start = bx * kFChunk;
+	float s[kFPer];
+	load_chunk(sc, start, L, s);
+	uint32_t cnt1[IDX_BINS / kFThreads]; /* the scan's histogram, read beside the chunk */
+	cut_counts<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, cnt1);
 	if (FUSE && a.kth) { /* a hint hit: CTA 0 selects from the hint list, the rest leave */
 		if (tid == 0)
 			sm.n_t = __ldcg(a.count + (size_t)row * IDX_CNT + 3);
@@ -823,15 +829,9 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				clear_row(a, row);
 			return;
 		}
-		__syncthreads(); /* sm.n_t is read */
 	}
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	/* the first chunk's scores do not depend on the cut: in flight while it is found */
-	int start = bx * kFChunk;
-	float s[kFPer];
-	load_chunk(sc, start, L, s);
 	uint32_t bstar, above1;
-	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
+	const bool cut = row_cut_of(sm, tmp, cnt1, k, &bstar, &above1);
 	if (cut && bx == 0 && tid == 0)
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
 	if (cut) {

@@ -103,11 +103,19 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 		if (id[j] >= 0 && id[j] < L) {
 			bk[j] = (uint32_t)id[j] >> shift;
 			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
-			if (a.kth)
-				atomicMin(&sm.kmin, idx_ord32(sv[j]));
 		} else {
 			id[j] = -1;
 		}
+	}
+	if (a.kth) { /* the k-th score: a warp minimum, one shared atomic per warp */
+		uint32_t mn = 0xffffffffu;
+#pragma unroll
+		for (int j = 0; j < PER; j++)
+			if (id[j] >= 0)
+				mn = min(mn, idx_ord32(sv[j]));
+		mn = __reduce_min_sync(0xffffffffu, mn);
+		if ((tid & 31) == 0)
+			atomicMin(&sm.kmin, mn);
 	}
 	__syncthreads();
 	if (a.kth && tid == 0) /* the hint for the next call: the row's k-th score */

@@ -108,9 +108,11 @@ if [ "$mode" = hint ]; then # issue 3: the threshold hint (kernels.h kth): its g
 	stamp ctest
 	W="bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 --wgmma"
 	run h_none 90 $W
-	for sl in 0 2 4 8; do run h_s$sl 90 $W --hint $sl; done
-	run h_dflt 120 bench indexer --check --ctx 128K,1M --batch 1,8 --rows 1,4 --fmt fp8 --hint 4
-	STRATA_IDX_TRACE=1 run h_trace 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --hint 4 --reps 5
+	for sl in 2 4; do run h_s$sl 90 $W --hint $sl; done
+	run h_same 90 $W --hint 2 --hint-queries 1
+	run h_dflt 120 bench indexer --check --ctx 128K,1M --batch 1,8 --rows 1,4 --fmt fp8 --hint 2
+	STRATA_IDX_TRACE=1 run h_trace 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --hint 2 --hint-queries 1 --reps 5
+	STRATA_IDX_TRACE=1 run h_trace0 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --reps 5
 	exit 0
 fi
 if [ "$mode" = s8h ]; then # session 8's last check: gpu tests on the final GPU code, the 1M indexer points, ~3 min
