@@ -23,11 +23,7 @@
  * through L2 between two calls of one layer: the timed calls rotate over enough copies
  * of the point's pages (each its own page table) that >= COLD_BYTES of other keys are
  * read between two uses of one copy; the streaming read rotates the same way. --l2
- * warm repeats one copy (the keys of a small point then come from L2).
- * --hint SLACK: each call passes the threshold hint (kernels.h kth) that the call before
- * it left, with this slack, and every call scores a different query (HINT_QUERIES sets,
- * drawn alike), so a hint is another query's k-th score, never the call's own; column
- * `hits` is the fraction of rows that hit in the event-timed calls. --check runs the CPU twin on the first
+ * warm repeats one copy (the keys of a small point then come from L2). --check runs the CPU twin on the first
  * and the last row of every point and compares selections (swaps only within 2e-5 of
  * the largest selected |score| around the k-th score).
  */
@@ -40,12 +36,11 @@
 
 #define MAX_LIST 8
 #define COLD_BYTES ((size_t)192 << 20) /* > 3 x the H200's 50 MiB L2 */
-#define HINT_QUERIES 8 /* --hint: query sets the calls rotate over (default) */
 
 static const char *usage =
 	"usage: strata bench indexer [--model flash|pro] [--ctx 32K,128K,...] [--batch 1,8,...]\n"
 	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--q8 [--wgmma]] [--phases]\n"
-	"                            [--l2 cold|warm] [--hint SLACK [--hint-queries N]]\n"
+	"                            [--l2 cold|warm]\n"
 	"  Sweeps contexts (tokens; C4 entries = tokens / 4), batch sizes, query rows per\n"
 	"  request (MTP) and key formats; times scan + top-k per layer against a streaming\n"
 	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.\n"
@@ -58,12 +53,7 @@ static const char *usage =
 	"  2e-3 of the largest selected score at the k-th instead of 2e-5.\n"
 	"  --l2 cold (default): timed calls rotate over copies of the keys, >= 192 MiB\n"
 	"  apart, so no call finds its keys in L2 (a decode step's case); warm: one copy.\n"
-	"  The 1M one-row target is checked on graph_us (the call inside a captured step).\n"
-	"  --hint SLACK: threshold hints (kernels.h kth, slack 0..2047 buckets), each call\n"
-	"  taking the one the call before left while scoring another query; column hits:\n"
-	"  the fraction of rows selected from their hint list. --hint-queries N: the query\n"
-	"  sets rotated over (default 8; 1: every call scores the same query, its own k-th\n"
-	"  its hint: the best case).";
+	"  The 1M one-row target is checked on graph_us (the call inside a captured step).";
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -135,7 +125,6 @@ static int run_idx(void *c)
 typedef struct point_res {
 	double idx_us, idx_min, graph_us, stream_us, gemm_us, naive_us, roof_us;
 	double ph_us[4]; /* --phases: (former) memset, scan, filter, select */
-	double hits;     /* --hint: fraction of rows that hit, event-timed calls */
 	int checked, check_ok;
 } point_res;
 
@@ -167,8 +156,6 @@ static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int
 	c.out_scores = sc;
 	c.scratch = NULL;
 	c.scratch_bytes = 0;
-	c.kth = NULL; /* (device memory) the selection does not depend on it */
-	c.kth_hits = NULL;
 	int ok = strata_k_indexer_cpu(&c) == 0;
 	if (ok && lim > k) {
 		float kth = INFINITY, mx = 0;
@@ -212,7 +199,7 @@ int strata_bench_indexer(int argc, char **argv)
 	uint64_t ctx[MAX_LIST] = { 32768, 131072, 524288, 1048576 }, bat[MAX_LIST] = { 1, 8, 32, 64 },
 		 rws[MAX_LIST] = { 1, 2, 4 };
 	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0,
-	    use_q8 = 0, use_wg = 0, cold = 1, hint = -1, hint_q = HINT_QUERIES;
+	    use_q8 = 0, use_wg = 0, cold = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
@@ -230,17 +217,7 @@ int strata_bench_indexer(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--model") && v)
 			model = v;
-		else if (!strcmp(argv[i], "--hint") && v) {
-			char *end = NULL;
-			long h = strtol(v, &end, 10);
-			bad = !*v || *end || h < 0 || h > STRATA_INDEXER_HINT_SLACK_MAX;
-			hint = (int)h;
-		} else if (!strcmp(argv[i], "--hint-queries") && v) {
-			char *end = NULL;
-			long h = strtol(v, &end, 10);
-			bad = !*v || *end || h < 1 || h > 64;
-			hint_q = (int)h;
-		} else if (!strcmp(argv[i], "--l2") && v)
+		else if (!strcmp(argv[i], "--l2") && v)
 			bad = !(cold = !strcmp(v, "cold")) && strcmp(v, "warm");
 		else if (!strcmp(argv[i], "--ctx") && v)
 			bad = (nctx = parse_list(v, ctx, MAX_LIST)) < 1, lists_set |= 1;
@@ -391,11 +368,9 @@ int strata_bench_indexer(int argc, char **argv)
 			const int keys = (int)(ctx[ci] / 4), nreq = (int)bat[bi], R = (int)rws[ri];
 			const int nrows = nreq * R, ppr = (keys + B - 1) / B;
 			point_res res = { 0 };
-			const int nq = hint >= 0 ? hint_q : 1; /* query sets */
-			const size_t qn = (size_t)nrows * H * 128, wn = (size_t)nrows * H;
-			uint16_t *hq = malloc(sizeof(uint16_t) * qn * nq);
-			uint8_t *hq8 = use_q8 ? malloc(qn * nq) : NULL;
-			float *hw = malloc(sizeof(float) * wn * nq);
+			uint16_t *hq = malloc(sizeof(uint16_t) * (size_t)nrows * H * 128);
+			uint8_t *hq8 = use_q8 ? malloc((size_t)nrows * H * 128) : NULL;
+			float *hw = malloc(sizeof(float) * (size_t)nrows * H);
 			/* copies of the point's keys the timed calls rotate over (--l2) */
 			const size_t point_pages = (size_t)nreq * ppr, point_bytes = point_pages * pb;
 			int copies = 1;
@@ -406,22 +381,20 @@ int strata_bench_indexer(int argc, char **argv)
 				copies = (int)(want < 256 ? want : 256); /* 32K tokens: 179 */
 				copies = copies < 1 ? 1 : copies;
 			}
-			/* the calls rotate over key copies and, with --hint, query sets */
-			const int ncall = copies > nq ? copies : nq;
-			strata_indexer_params *pc = malloc(sizeof *pc * (size_t)ncall);
+			strata_indexer_params *pc = malloc(sizeof *pc * (size_t)copies);
 			int32_t *hpt = malloc(sizeof(int32_t) * point_pages * (size_t)copies);
 			int32_t *hrr = malloc(sizeof(int32_t) * (size_t)(nreq + 1));
 			int32_t *hlim = malloc(sizeof(int32_t) * (size_t)nrows);
 			int32_t *gids = malloc(sizeof(int32_t) * (size_t)nrows * K);
 			float *gsc = malloc(sizeof(float) * (size_t)nrows * K);
 			void *dq = NULL, *dq8 = NULL, *dw = NULL, *dpt = NULL, *drr = NULL, *dlim = NULL, *dids = NULL,
-			     *dsc = NULL, *dscr = NULL, *gB = NULL, *gC = NULL, *dkth = NULL, *dhits = NULL;
+			     *dsc = NULL, *dscr = NULL, *gB = NULL, *gC = NULL;
 			uint64_t s = o.seed * 7919 + (uint64_t)(ci * 64 + bi * 8 + ri);
 			if (!pc || !hq || (use_q8 && !hq8) || !hw || !hpt || !hrr || !hlim || !gids || !gsc) {
 				err = -ENOMEM;
 				goto point_done;
 			}
-			for (size_t i = 0; i < qn * nq; i++) {
+			for (size_t i = 0; i < (size_t)nrows * H * 128; i++) {
 				float v = (float)((double)(rng_next(&s) >> 11) * 0x1p-53 * 2.0 - 1.0);
 				hq[i] = strata_bf16_encode(v);
 				if (hq8) { /* x 16 into e4m3's range; the 1/16 goes into w */
@@ -429,7 +402,7 @@ int strata_bench_indexer(int argc, char **argv)
 					hq[i] = strata_bf16_encode(strata_e4m3_decode(hq8[i]));
 				}
 			}
-			for (size_t i = 0; i < wn * nq; i++)
+			for (size_t i = 0; i < (size_t)nrows * H; i++)
 				hw[i] = (float)((double)(rng_next(&s) >> 11) * 0x1p-53) * 0.0125f *
 					(hq8 ? 1.0f / 16.0f : 1.0f);
 			for (size_t i = 0; i < point_pages * (size_t)copies; i++)
@@ -441,21 +414,19 @@ int strata_bench_indexer(int argc, char **argv)
 			strata_indexer_params p = { .fmt = fmt, .heads = H, .topk = K, .n_req = nreq,
 						    .n_rows = nrows, .max_rows = R, .max_limit = keys,
 						    .max_pages = ppr, .B = B };
-			if ((err = strata_dev_alloc(dev, sizeof(uint16_t) * qn * nq, &dq)) ||
-			    (use_q8 && (err = strata_dev_alloc(dev, qn * nq, &dq8))) ||
-			    (err = strata_dev_alloc(dev, sizeof(float) * wn * nq, &dw)) ||
-			    (hint >= 0 && ((err = strata_dev_alloc(dev, sizeof(float) * (size_t)nrows, &dkth)) ||
-					   (err = strata_dev_alloc(dev, sizeof(uint32_t), &dhits)))) ||
+			if ((err = strata_dev_alloc(dev, sizeof(uint16_t) * (size_t)nrows * H * 128, &dq)) ||
+			    (use_q8 && (err = strata_dev_alloc(dev, (size_t)nrows * H * 128, &dq8))) ||
+			    (err = strata_dev_alloc(dev, sizeof(float) * (size_t)nrows * H, &dw)) ||
 			    (err = strata_dev_alloc(dev, sizeof(int32_t) * point_pages * copies, &dpt)) ||
 			    (err = strata_dev_alloc(dev, sizeof(int32_t) * (size_t)(nreq + 1), &drr)) ||
 			    (err = strata_dev_alloc(dev, sizeof(int32_t) * (size_t)nrows, &dlim)) ||
 			    (err = strata_dev_alloc(dev, sizeof(int32_t) * (size_t)nrows * K, &dids)) ||
 			    (err = strata_dev_alloc(dev, sizeof(float) * (size_t)nrows * K, &dsc)))
 				goto point_done;
-			strata_dev_copy(dev, dq, hq, sizeof(uint16_t) * qn * nq, st);
+			strata_dev_copy(dev, dq, hq, sizeof(uint16_t) * (size_t)nrows * H * 128, st);
 			if (use_q8)
-				strata_dev_copy(dev, dq8, hq8, qn * nq, st);
-			strata_dev_copy(dev, dw, hw, sizeof(float) * wn * nq, st);
+				strata_dev_copy(dev, dq8, hq8, (size_t)nrows * H * 128, st);
+			strata_dev_copy(dev, dw, hw, sizeof(float) * (size_t)nrows * H, st);
 			strata_dev_copy(dev, dpt, hpt, sizeof(int32_t) * point_pages * copies, st);
 			strata_dev_copy(dev, drr, hrr, sizeof(int32_t) * (size_t)(nreq + 1), st);
 			strata_dev_copy(dev, dlim, hlim, sizeof(int32_t) * (size_t)nrows, st);
@@ -470,11 +441,6 @@ int strata_bench_indexer(int argc, char **argv)
 			p.row_limit = dlim;
 			p.out_ids = dids;
 			p.out_scores = dsc;
-			if (hint >= 0) { /* on the CPU backend these are host memory too */
-				p.kth = dkth;
-				p.kth_slack = hint;
-				p.kth_hits = dhits;
-			}
 			if (gpu) {
 				p.pages = dpages;
 			} else { /* CPU: host pages, page table modulo the one slot we generated */
@@ -489,17 +455,9 @@ int strata_bench_indexer(int argc, char **argv)
 			    (err = strata_dev_memset(dev, dscr, 0, p.scratch_bytes, st)))
 				goto point_done;
 			p.scratch = dscr;
-			for (int c = 0; c < ncall; c++) { /* call 0 is p itself */
-				const size_t qs = (size_t)(c % nq);
+			for (int c = 0; c < copies; c++) { /* copy 0 is p itself */
 				pc[c] = p;
-				pc[c].page_table = (int32_t *)dpt + (size_t)(c % copies) * point_pages;
-				pc[c].q = (const uint16_t *)dq + qs * qn;
-				pc[c].q8 = use_q8 ? (const uint8_t *)dq8 + qs * qn : NULL;
-				pc[c].w = (const float *)dw + qs * wn;
-			}
-			if (hint >= 0) { /* no hint before the first call (0xff bytes: NaN) */
-				strata_dev_memset(dev, dkth, 0xff, sizeof(float) * (size_t)nrows, st);
-				strata_dev_memset(dev, dhits, 0, sizeof(uint32_t), st);
+				pc[c].page_table = (int32_t *)dpt + (size_t)c * point_pages;
 			}
 
 			double *t = malloc(sizeof(double) * (size_t)(o.reps + 1));
@@ -507,7 +465,7 @@ int strata_bench_indexer(int argc, char **argv)
 			for (int r = -warm; r < o.reps && !err; r++) {
 				float ms = 0;
 				strata_event_record(dev, e0, st);
-				err = strata_k_indexer(dev, &pc[(r + warm) % ncall], st);
+				err = strata_k_indexer(dev, &pc[(r + warm) % copies], st);
 				strata_event_record(dev, e1, st);
 				strata_event_sync(dev, e1);
 				strata_event_elapsed_ms(dev, e0, e1, &ms);
@@ -519,18 +477,12 @@ int strata_bench_indexer(int argc, char **argv)
 				res.idx_us = bs.median;
 				res.idx_min = bs.min;
 			}
-			if (!err && hint >= 0) {
-				uint32_t hits = 0;
-				if (!(err = strata_dev_copy(dev, &hits, dhits, sizeof hits, st)) &&
-				    !(err = strata_stream_sync(dev, st)))
-					res.hits = hits / ((double)nrows * (warm + o.reps));
-			}
 			res.graph_us = -1;
 			if (gpu && !err) {
 				/* the same call replayed 16 times from a CUDA graph: its cost inside
 				 * a captured step, launch and event overheads amortised */
 				bench_timer bt = { dev, st, e0, e1 };
-				idx_call ic = { dev, pc, ncall, 0, st };
+				idx_call ic = { dev, pc, copies, 0, st };
 				bench_stats gs;
 				res.graph_us = bench_timer_graph_us(&bt, run_idx, &ic, 16, 2, o.reps, &gs);
 			}
@@ -540,7 +492,7 @@ int strata_bench_indexer(int argc, char **argv)
 					err = -ENOMEM;
 				for (int r = -warm; r < o.reps && !err; r++) {
 					float ms[4];
-					err = strata_k_indexer_phases(dev, &pc[(r + warm) % ncall], st, ms);
+					err = strata_k_indexer_phases(dev, &pc[(r + warm) % copies], st, ms);
 					for (int f = 0; f < 4 && r >= 0 && !err; f++)
 						pt[(size_t)f * o.reps + r] = ms[f] * 1e3;
 				}
@@ -605,7 +557,7 @@ int strata_bench_indexer(int argc, char **argv)
 				res.roof_us = res.stream_us > fl_us ? res.stream_us : fl_us;
 			}
 			free(t);
-			if (o.check && !err && ncall > 1) /* the check's CPU twin reads call 0's inputs */
+			if (o.check && !err && copies > 1) /* the check's CPU twin reads copy 0 */
 				err = strata_k_indexer(dev, &p, st);
 			if (o.check && !err) {
 				strata_dev_copy(dev, gids, dids, sizeof(int32_t) * (size_t)nrows * K, st);
@@ -651,7 +603,6 @@ int strata_bench_indexer(int argc, char **argv)
 					      "GBps", bench_fmt("%.0f", key_bytes / (res.idx_us * 1e3)),
 					      "TFLOPs", bench_fmt("%.1f", flops / (res.idx_us * 1e6)),
 					      "target", target,
-					      "hits", hint >= 0 ? bench_fmt("%.3f", res.hits) : "-",
 					      "check", !o.check ? "-" : res.check_ok ? "ok" : "FAIL",
 					      phases ? "mset_us" : NULL,
 					      gpu ? bench_fmt("%.1f", res.ph_us[0]) : "n/a",
@@ -662,8 +613,6 @@ int strata_bench_indexer(int argc, char **argv)
 		point_done:
 			strata_dev_free(dev, dq);
 			strata_dev_free(dev, dq8);
-			strata_dev_free(dev, dkth);
-			strata_dev_free(dev, dhits);
 			strata_dev_free(dev, dw);
 			strata_dev_free(dev, dpt);
 			strata_dev_free(dev, drr);

@@ -78,12 +78,6 @@ struct Args {
 	int fx, sx;
 	strata_attn_prestage_params st;
 	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
-	/* the threshold hint (kernels.h kth): guesses in, k-th scores out; the rows'
-	 * hint lists ([row][STRATA_INDEXER_HINT_CAP] keys, length in count word 3) */
-	float *kth;
-	int kth_slack;
-	uint32_t *kth_hits;
-	unsigned long long *hint;
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -367,9 +361,6 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 	uint16_t *qs = reinterpret_cast<uint16_t *>(smem);                 /* [R][MH][kQStride] */
 	float *ws = reinterpret_cast<float *>(smem + (size_t)R * qelems * 2); /* [R][MH] */
 	uint32_t *hs = reinterpret_cast<uint32_t *>(ws + R * MH);          /* [R][IDX_BINS] */
-	/* with a hint (a.kth): [4] list lengths, then [R][IDX_HINT_CTA] keys */
-	uint32_t *hn = hs + R * IDX_BINS;
-	unsigned long long *hl = reinterpret_cast<unsigned long long *>(hn + 4);
 
 	const int req = blockIdx.y;
 	const int r0 = a.req_rows[req];
@@ -391,12 +382,6 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 		return; /* whole CTA */
 
 	const int tid = threadIdx.x;
-	uint32_t hb[R]; /* each row's lowest hint bucket; IDX_BINS: no hint list */
-#pragma unroll
-	for (int i = 0; i < R; i++)
-		hb[i] = a.kth && lim[i] ? idx_hint_bucket(a.kth[r0 + i], a.kth_slack) : IDX_BINS;
-	if (a.kth && tid < 4)
-		hn[tid] = 0;
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN0);
 	const bool qvec = Q8 ? ((uintptr_t)a.q8 & 7) == 0 : ((uintptr_t)a.q & 15) == 0; /* 8 or 16-byte loads */
@@ -524,13 +509,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 					sc *= kscale;
 				sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
 				a.scores[(size_t)(r0 + i) * a.sstride + key] = sc;
-				const uint32_t bk = idx_bucket_dev(sc);
-				atomicAdd(&hs[i * IDX_BINS + bk], 1u);
-				if (bk >= hb[i]) { /* few: the hint's guess is near the k-th */
-					const uint32_t at = atomicAdd(&hn[i], 1u);
-					if (at < IDX_HINT_CTA)
-						hl[i * IDX_HINT_CTA + at] = idx_key64(sc, key);
-				}
+				atomicAdd(&hs[i * IDX_BINS + idx_bucket_dev(sc)], 1u);
 			}
 		}
 	}
@@ -548,22 +527,6 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 			if (v)
 				atomicAdd(&gh[b], v);
 		}
-	}
-	if (a.kth) { /* block-uniform */
-		uint32_t n[R];
-#pragma unroll
-		for (int i = 0; i < R; i++)
-			n[i] = hb[i] < IDX_BINS ? hn[i] : 0u;
-		__syncthreads(); /* everyone has its lengths: hn takes the places */
-		if (tid == 0)
-#pragma unroll
-			for (int i = 0; i < R; i++)
-				if (n[i])
-					hn[i] = idx_hint_place(a.count, r0 + i, n[i]);
-		__syncthreads();
-#pragma unroll
-		for (int i = 0; i < R; i++)
-			idx_hint_flush(a.hint, r0 + i, hl + i * IDX_HINT_CTA, n[i], hn[i], kThreads);
 	}
 }
 
@@ -591,7 +554,7 @@ struct SelSmem {
 	float sc[STRATA_INDEXER_MAX_TOPK];     /* select: the ids' scores */
 	uint32_t h256[256];
 	int bin, digit, dcnt, last;
-	uint32_t above, dabove, n_t, n_c, kmin;
+	uint32_t above, dabove, n_t, n_c;
 	uint32_t g_sel, g_cand; /* filter: this chunk's places in the row's two lists */
 };
 
@@ -627,6 +590,16 @@ __device__ __forceinline__ void find_cut_of(const uint32_t (&cnt)[NB], uint32_t 
 		}
 		above += cnt[b];
 	}
+}
+
+/* find_cut_of, reading the counts first. */
+template <int NB>
+__device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
+					 FScan::TempStorage &tmp, int *bin, uint32_t *above_out)
+{
+	uint32_t cnt[NB];
+	cut_counts<NB>(hist, cnt);
+	find_cut_of<NB>(cnt, need, tmp, bin, above_out);
 }
 
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
@@ -727,31 +700,22 @@ __device__ void clear_row(const Args &a, int row)
 		a.count[(size_t)row * IDX_CNT + threadIdx.x] = 0;
 }
 
-/* First-level cut of a row from the scan's histogram (this thread's counts from
- * cut_counts); false when there is none (an inconsistent histogram, cannot happen). */
-__device__ __forceinline__ bool row_cut_of(SelSmem &sm, FScan::TempStorage &tmp,
-					   const uint32_t (&cnt)[IDX_BINS / kFThreads], int k,
-					   uint32_t *bstar, uint32_t *above1)
+/* First-level cut of a row from the scan's histogram; false when there is none (an
+ * inconsistent histogram, cannot happen). */
+__device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
+					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1)
 {
 	if (threadIdx.x == 0)
 		sm.bin = -1, sm.above = 0;
 	__syncthreads();
-	find_cut_of<IDX_BINS / kFThreads>(cnt, (uint32_t)k, tmp, &sm.bin, &sm.above);
+	find_cut<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, (uint32_t)a.topk, tmp,
+				       &sm.bin, &sm.above);
 	__syncthreads();
 	const int b = sm.bin;
 	*bstar = (uint32_t)b;
 	*above1 = sm.above;
 	__syncthreads(); /* sm.bin is reused */
 	return b >= 0;
-}
-
-/* row_cut_of, reading the row's histogram first. */
-__device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
-					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1)
-{
-	uint32_t cnt[IDX_BINS / kFThreads];
-	cut_counts<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, cnt);
-	return row_cut_of(sm, tmp, cnt, a.topk, bstar, above1);
 }
 
 __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, float (&s)[kFPer])
@@ -807,31 +771,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	int start = bx * kFChunk;
 	float s[kFPer];
 	load_chunk(sc, start, L, s);
-	uint32_t cnt1[IDX_BINS / kFThreads]; /* the scan's histogram, read beside the chunk */
-	cut_counts<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, cnt1);
-	if (FUSE && a.kth) { /* a hint hit: CTA 0 selects from the hint list, the rest leave */
-		if (tid == 0)
-			sm.n_t = __ldcg(a.count + (size_t)row * IDX_CNT + 3);
-		__syncthreads();
-		const uint32_t n = sm.n_t;
-		if (n >= (uint32_t)k && n <= STRATA_INDEXER_HINT_CAP) { /* block-uniform */
-			const uint32_t chunks = (uint32_t)((L + kFChunk - 1) / kFChunk);
-			const uint32_t nblk = chunks < (uint32_t)a.fx ? chunks : (uint32_t)a.fx;
-			__syncthreads(); /* sm.n_t is read */
-			if (bx == 0) {
-				hint_row(a, row, L, n, nblk, sm, tmp);
-				return;
-			}
-			if (tid == 0)
-				sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
-			__syncthreads();
-			if (sm.last) /* every CTA of the row has read its counters */
-				clear_row(a, row);
-			return;
-		}
-	}
 	uint32_t bstar, above1;
-	const bool cut = row_cut_of(sm, tmp, cnt1, k, &bstar, &above1);
+	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
 	if (cut && bx == 0 && tid == 0)
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
 	if (cut) {
@@ -970,7 +911,7 @@ cudaError_t launch_scan(const Args &a, int n_req, int max_limit, cudaStream_t st
 {
 	auto kern = scan_fn<FMT, R, V, Q8>();
 	size_t smem = (size_t)R * a.mt * 16 * kQStride * 2 + (size_t)R * a.mt * 16 * 4 +
-		      (size_t)R * IDX_BINS * 4 + (a.kth ? 16 + (size_t)R * IDX_HINT_CTA * 8 : 0);
+		      (size_t)R * IDX_BINS * 4;
 	cudaError_t e;
 	if (smem > 48 * 1024) {
 		e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -1159,10 +1100,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.cap = l.cand_cap;
 	a.cut_out = p->cut_out;
 	a.cut_epoch = p->cut_epoch;
-	a.kth = p->kth;
-	a.kth_slack = p->kth_slack;
-	a.kth_hits = p->kth_hits;
-	a.hint = reinterpret_cast<unsigned long long *>(sb + l.off_hint);
 
 	cudaStream_t st = reinterpret_cast<cudaStream_t>(kstream(dev, s));
 	a.trace = ev ? nullptr : trace_begin(st);
@@ -1179,8 +1116,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			const idx_wg_args w = { p->q8, p->pages, p->w, p->req_rows, p->row_limit,
 						p->page_table, a.scores, a.hist, a.sstride,
 						p->max_pages, a.lim_cap, p->topk, a.trace,
-						p->fmt == STRATA_INDEX_MXFP4, p->kth,
-						p->kth_slack, a.hint, a.count };
+						p->fmt == STRATA_INDEX_MXFP4 };
 			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st);
 		} else {
 			e = p->fmt == STRATA_INDEX_MXFP4

@@ -29,9 +29,6 @@ int idx_check_params(const strata_indexer_params *p)
 		return -EINVAL;
 	if (p->cut_out && (p->cut_epoch < 1 || p->cut_epoch >= ((uint64_t)1 << 40)))
 		return -EINVAL;
-	if ((p->kth_hits && !p->kth) || p->kth_slack < 0 ||
-	    p->kth_slack > STRATA_INDEXER_HINT_SLACK_MAX)
-		return -EINVAL;
 	return 0;
 }
 
@@ -267,19 +264,6 @@ static void emit_selected(const strata_indexer_params *p, int row, int lim, cons
 	if (p->out_scores)
 		for (int i = 0; i < p->topk; i++)
 			p->out_scores[(size_t)row * p->topk + i] = sc[ids[i]] + 0.0f;
-	if (p->kth) { /* the hint's rule on these scores, then the row's k-th score */
-		const uint32_t hb = idx_hint_bucket(p->kth[row], p->kth_slack);
-		if (p->kth_hits && hb < IDX_BINS) {
-			int n = 0;
-			for (int j = 0; j < lim; j++)
-				n += idx_bucket(sc[j]) >= hb;
-			*p->kth_hits += n >= p->topk && n <= STRATA_INDEXER_HINT_CAP;
-		}
-		float kth = INFINITY;
-		for (int i = 0; i < p->topk; i++)
-			kth = fminf(kth, sc[ids[i]] + 0.0f);
-		p->kth[row] = kth;
-	}
 	if (p->cut_out) { /* the lowest bucket among the selected */
 		uint32_t b = STRATA_INDEXER_CUT_ALL;
 		for (int i = 0; i < p->topk; i++) {

@@ -81,13 +81,6 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
-	/* the threshold hint (kernels.h kth): null kth, or the rows' guesses, the slack,
-	 * the rows' hint lists [row][STRATA_INDEXER_HINT_CAP] and the scratch counters
-	 * (the list's length is word 3 of the row's IDX_CNT) */
-	const float *kth;
-	int kth_slack;
-	unsigned long long *hint;
-	uint32_t *count;
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
@@ -341,48 +334,12 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_BINS 2048         /* first-pass histogram buckets (fp16 of the score) */
 #define IDX_BINS2 4096        /* second-level bins inside the threshold bucket */
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
-#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done,
-			       * hint list length (kernels.h kth) */
-#define IDX_HINT_CTA 128      /* hint-list entries a scan CTA buffers per row; more: a miss */
-
-/* The lowest bucket a row's threshold hint lists (kernels.h kth): the guess's bucket
- * less the slack, floored at 0; IDX_BINS (none) for a NaN guess. */
-STRATA_HD uint32_t idx_hint_bucket(float guess, int slack)
-{
-	if (guess != guess)
-		return IDX_BINS;
-	const int b = (int)idx_bucket(guess) - slack;
-	return b > 0 ? (uint32_t)b : 0u;
-}
-
-#ifdef __CUDACC__
-/* A scan CTA's n buffered hint keys of row `row`: their first place in the row's list
- * (one atomic per CTA and row). A CTA whose buffer overflowed adds more than the list
- * holds, so the row misses. */
-__device__ __forceinline__ uint32_t idx_hint_place(uint32_t *count, int row, uint32_t n)
-{
-	return atomicAdd(count + (size_t)row * IDX_CNT + 3,
-			 n <= IDX_HINT_CTA ? n : STRATA_INDEXER_HINT_CAP + 1u);
-}
-
-/* The CTA's n buffered keys to places at, at + 1, ... of the row's list (every thread of
- * the CTA calls it); nothing when they overflowed the buffer or the list (a miss). */
-__device__ __forceinline__ void idx_hint_flush(unsigned long long *hint, int row,
-					       const unsigned long long *buf, uint32_t n,
-					       uint32_t at, int nthreads)
-{
-	if (n > IDX_HINT_CTA || at + n > STRATA_INDEXER_HINT_CAP)
-		return;
-	unsigned long long *dst = hint + (size_t)row * STRATA_INDEXER_HINT_CAP + at;
-	for (uint32_t j = threadIdx.x; j < n; j += (uint32_t)nthreads)
-		dst[j] = buf[j];
-}
-#endif
+#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done */
 
 typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */
 	size_t cand_cap;      /* candidates per row */
-	size_t off_hist, off_count, off_hist2, off_sel, off_cand, off_hint, off_scores;
+	size_t off_hist, off_count, off_hist2, off_sel, off_cand, off_scores;
 	size_t total;
 	size_t zero_bytes;    /* [0, zero_bytes): the counters, zero at rest (see below) */
 } idx_gpu_layout;
@@ -409,8 +366,7 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->off_sel = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
 	l->zero_bytes = l->off_sel;
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 8);
-	l->off_hint = l->off_cand + idx_align(rows * l->cand_cap * 8);
-	l->off_scores = l->off_hint + (p->kth ? idx_align(rows * STRATA_INDEXER_HINT_CAP * 8) : 0);
+	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);
 	l->total = l->off_scores + idx_align(rows * l->score_stride * 4);
 }
 

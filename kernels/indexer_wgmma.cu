@@ -52,8 +52,6 @@ template <int S, bool MX> struct Smem {
 	float w[kHeads];
 	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
-	unsigned long long hl[IDX_HINT_CTA];   /* the hint list's keys of this CTA (a.kth) */
-	uint32_t hn;                           /* ... and their number */
 };
 template <int S, bool MX> constexpr size_t smem_bytes()
 {
@@ -192,8 +190,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	if (x >= tiles)
 		return;
 	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
-	/* the lowest bucket of the hint list; IDX_BINS: none */
-	const uint32_t hb = a.kth ? idx_hint_bucket(a.kth[row], a.kth_slack) : IDX_BINS;
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN0);
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
@@ -217,8 +213,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			sm.w[tid] = a.w[(size_t)row * kHeads + tid];
 		for (int i = tid; i < IDX_BINS; i += kWgThreads)
 			sm.hist[i] = 0;
-		if (tid == 0)
-			sm.hn = 0;
 		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
 	}
 	const uint64_t da = wg_desc((uint32_t)__cvta_generic_to_shared(sm.a));
@@ -276,13 +270,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			if (key < L) {
 				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 				scores[key] = s;
-				const uint32_t bk = idx_bucket_dev(s);
-				atomicAdd(&sm.hist[bk], 1u);
-				if (bk >= hb) { /* few: the hint's guess is near the k-th */
-					const uint32_t at = atomicAdd(&sm.hn, 1u);
-					if (at < IDX_HINT_CTA)
-						sm.hl[at] = idx_key64(s, key);
-				}
+				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 			}
 		}
 		/* no barrier here: the next tile's first one frees this slot and red */
@@ -296,14 +284,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		const uint32_t v = sm.hist[i];
 		if (v)
 			atomicAdd(&gh[i], v);
-	}
-	if (hb < IDX_BINS) { /* block-uniform */
-		const uint32_t nh = sm.hn;
-		__syncthreads(); /* everyone has the length: hn takes the place */
-		if (tid == 0 && nh)
-			sm.hn = idx_hint_place(a.count, row, nh);
-		__syncthreads();
-		idx_hint_flush(a.hint, row, sm.hl, nh, sm.hn, kWgThreads);
 	}
 	wait_groups<0>(); /* the trailing empty groups */
 #endif

@@ -291,25 +291,7 @@ typedef struct strata_indexer_params {
 	 * the call has ended: read stage_map after the call (later on its stream, or
 	 * after an event recorded behind it), not while it runs. */
 	const struct strata_attn_prestage_params *stage;
-	/* Or NULL: a threshold hint per row, [n_rows] floats in and out (device memory on
-	 * the GPU). In: a guess at the row's topk-th highest score, NaN for none; a decode
-	 * step passes the array as the previous step's call on the same layer left it. The
-	 * scan then also lists the row's entries whose bucket (strata_k_indexer_bucket) is
-	 * >= the guess's minus kth_slack; when they number topk .. STRATA_INDEXER_HINT_CAP
-	 * (a hit: the guess was at or below the k-th score, by at most the slack's worth of
-	 * entries) the top-k is chosen among them alone by one CTA, and the filter's pass
-	 * over the row's scores is skipped. Otherwise (a miss) the call runs as without a
-	 * hint. Either way the selection is exact and the same. Out: the row's topk-th
-	 * highest score (the backend's own), for rows with limit > topk; other rows' are
-	 * left as they were. The CPU twin applies the same rule to its own scores for
-	 * kth_hits. strata_k_indexer_phases runs the full path (no hits). */
-	float *kth;
-	int kth_slack;               /* 0 .. STRATA_INDEXER_HINT_SLACK_MAX buckets (1/32 octave each) */
-	uint32_t *kth_hits;          /* or NULL (needs kth): one added per hit row; device
-				      * memory on the GPU */
 } strata_indexer_params;
-#define STRATA_INDEXER_HINT_CAP 2048 /* entries a row's hint list holds */
-#define STRATA_INDEXER_HINT_SLACK_MAX 2047
 
 /* The indexer's score buckets (2048): the top 11 bits of the score's fp16 (round to
  * nearest even; -0 counted as +0) in an order-preserving encoding; monotone

@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|s8f|s8h|scrub|pf|hint|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|s8f|s8h|scrub|pf|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -32,7 +32,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
 case $mode in # modes that run their own tests, or none
-final | dry | ediag | ratios | b1 | s7 | s8f | s8h | scrub | pf | hint) ;;
+final | dry | ediag | ratios | b1 | s7 | s8f | s8h | scrub | pf) ;;
 *)
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
@@ -100,19 +100,6 @@ if [ "$mode" = scrub ]; then # issue 5's 128K/1M b1 ratio with L2 scrubbed befor
 	run s_last 120 $D --contexts 128K --resident-last
 	run s_paired 120 $D --contexts 128K --paired
 	run s_1m 200 $D --contexts 1M --paired --host-gib 110
-	exit 0
-fi
-if [ "$mode" = hint ]; then # issue 3: the threshold hint (kernels.h kth): its gpu test, 1M points with slacks 0-8, ~5 min
-	ctest --test-dir build-gpu -R kernels_gpu_indexer -V --timeout 400 >"$out/ctest_indexer.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*|hit$|rows hit|wgmma scan" "$out/ctest_indexer.txt" | head -60
-	stamp ctest
-	W="bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 --wgmma"
-	run h_none 90 $W
-	for sl in 2 4; do run h_s$sl 90 $W --hint $sl; done
-	run h_same 90 $W --hint 2 --hint-queries 1
-	run h_dflt 120 bench indexer --check --ctx 128K,1M --batch 1,8 --rows 1,4 --fmt fp8 --hint 2
-	STRATA_IDX_TRACE=1 run h_trace 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --hint 2 --hint-queries 1 --reps 5
-	STRATA_IDX_TRACE=1 run h_trace0 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --reps 5
 	exit 0
 fi
 if [ "$mode" = s8h ]; then # session 8's last check: gpu tests on the final GPU code, the 1M indexer points, ~3 min

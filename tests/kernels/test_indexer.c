@@ -192,88 +192,6 @@ START_TEST(fp8_queries)
 }
 END_TEST
 
-/* The threshold hint (kth) on the twin: the selection does not depend on it; each
- * scored row's k-th score comes out (unscored rows' hints stay); a hit is counted
- * exactly when the entries of bucket >= the guess's less the slack number k ..
- * STRATA_INDEXER_HINT_CAP; bad slack or a counter without hints are refused. */
-START_TEST(threshold_hint)
-{
-	int rows_of[3] = { 1, 4, 2 };
-	int lim[7] = { 5000, 513, 2048, 2049, 300, 777, 30000 };
-	td t;
-	td_make(&t, STRATA_INDEX_FP8, 8, 512, 3, rows_of, lim, 64, 81, TD_RANDOM);
-	const int R = t.p.n_rows, k = t.p.topk;
-	const size_t n = (size_t)R * k;
-	ck_assert_int_eq(strata_k_indexer_cpu(&t.p), 0);
-	int32_t *ids0 = malloc(sizeof(int32_t) * n);
-	float *sc0 = malloc(sizeof(float) * n), kth[7], kin[7], kexact[7];
-	memcpy(ids0, t.ids, sizeof(int32_t) * n);
-	memcpy(sc0, t.scores, sizeof(float) * n);
-	for (int r = 0; r < R; r++) {
-		kexact[r] = NAN;
-		if (lim[r] > k) {
-			kexact[r] = INFINITY;
-			for (int i = 0; i < k; i++)
-				kexact[r] = fminf(kexact[r], sc0[(size_t)r * k + i]);
-		}
-	}
-	/* each row's scores, for the expected hits: a scratch the twin keeps them in */
-	size_t sb = strata_k_indexer_scratch(NULL, &t.p);
-	t.p.scratch = malloc(sb);
-	t.p.scratch_bytes = sb;
-	const int slacks[5] = { 0, 0, 0, STRATA_INDEXER_HINT_SLACK_MAX, 3 };
-	for (int c = 0; c < 5; c++) {
-		uint32_t hits = 0;
-		for (int r = 0; r < R; r++)
-			kin[r] = kth[r] = c == 0 ? NAN : c == 2 ? 1e30f : kexact[r];
-		t.p.kth = kth;
-		t.p.kth_slack = slacks[c];
-		t.p.kth_hits = &hits;
-		memset(t.ids, 0x55, sizeof(int32_t) * n);
-		ck_assert_int_eq(strata_k_indexer_cpu(&t.p), 0);
-		ck_assert(!memcmp(ids0, t.ids, sizeof(int32_t) * n));
-		ck_assert(!memcmp(sc0, t.scores, sizeof(float) * n));
-		const float *all = NULL;
-		size_t stride = 0;
-		ck_assert_int_eq(strata_k_indexer_scores(NULL, &t.p, &all, &stride), 0);
-		uint32_t want = 0;
-		for (int r = 0; r < R; r++) {
-			if (lim[r] <= k) {
-				ck_assert(memcmp(&kth[r], &kin[r], sizeof(float)) == 0);
-				continue;
-			}
-			ck_assert_msg(kth[r] == kexact[r], "guess %d row %d: %g, want %g", c, r, kth[r],
-				      kexact[r]);
-			const uint32_t hb = idx_hint_bucket(kin[r], slacks[c]);
-			int cnt = 0;
-			for (int j = 0; hb < IDX_BINS && j < lim[r]; j++)
-				cnt += strata_k_indexer_bucket(all[(size_t)r * stride + j]) >= hb;
-			want += hb < IDX_BINS && cnt >= k && cnt <= STRATA_INDEXER_HINT_CAP;
-		}
-		ck_assert_uint_eq(hits, want);
-		if (c == 0 || c == 2) /* no guess; a guess above every score */
-			ck_assert_uint_eq(hits, 0);
-		if (c == 1) /* the exact k-th with random keys: most rows hit */
-			ck_assert_uint_ge(hits, 3);
-		if (c == 3) /* everything listed: rows with k < limit <= CAP hit (513, 2048, 777) */
-			ck_assert_uint_eq(hits, 3);
-	}
-	strata_indexer_params bad = t.p;
-	bad.kth_slack = -1;
-	ck_assert_int_eq(strata_k_indexer_cpu(&bad), -EINVAL);
-	bad.kth_slack = STRATA_INDEXER_HINT_SLACK_MAX + 1;
-	ck_assert_int_eq(strata_k_indexer_cpu(&bad), -EINVAL);
-	bad = t.p;
-	bad.kth = NULL; /* a hit counter with no hints */
-	ck_assert_int_eq(strata_k_indexer_cpu(&bad), -EINVAL);
-	free(t.p.scratch);
-	t.p.scratch = NULL;
-	free(ids0);
-	free(sc0);
-	td_free(&t);
-}
-END_TEST
-
 START_TEST(scratch_and_errors)
 {
 	int rows = 2, lim[2] = { 900, 700 };
@@ -472,7 +390,6 @@ static Suite *suite(void)
 	tcase_add_test(tc, adversarial_ties);
 	tcase_add_test(tc, random_batches);
 	tcase_add_test(tc, scratch_and_errors);
-	tcase_add_test(tc, threshold_hint);
 	tcase_add_test(tc, fp8_queries);
 	tcase_add_test(tc, gpu_register_layout);
 	tcase_add_test(tc, ordering_keys);
