@@ -1033,7 +1033,8 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 	    cudaStreamSynchronize(st) != cudaSuccess)
 		return;
 	static const char *name[IDX_TRACE_N] = { "scan0", "filt0", "scan1", "filt1", "cut2",
-						 "class", "sort0", "sort1", "end" };
+						 "class", "sort0", "sort1", "end", "sel0",
+						 "selld", "s_cnt", "s_scan", "s_scat" };
 	fprintf(stderr, "idx-trace us:");
 	for (int i = 1; i < IDX_TRACE_N; i++)
 		fprintf(stderr, " %s %.2f", name[i],

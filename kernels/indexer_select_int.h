@@ -106,6 +106,8 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 		}
 	}
 	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCNT);
 	uint32_t c4[4], sum = 0, off, total;
 #pragma unroll
 	for (int q = 0; q < 4; q++) {
@@ -119,11 +121,15 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 		off += c4[q];
 	}
 	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SSCAN);
 #pragma unroll
 	for (int j = 0; j < PER; j++)
 		if (id[j] >= 0)
 			by[cnt[bk[j]] + pos[j]] = id[j];
 	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SSCAT);
 #pragma unroll
 	for (int j = 0; j < PER; j++) {
 		if (id[j] < 0)
@@ -162,6 +168,8 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 {
 	constexpr int PER = STRATA_INDEXER_MAX_TOPK / kFThreads;
 	const int k = a.topk, tid = threadIdx.x;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SEL0);
 	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
 	const unsigned long long *cl = a.cand + (size_t)row * a.cap;
 	const uint32_t pre = a.cap < (size_t)kReg * kFThreads ? (uint32_t)a.cap : kReg * kFThreads;
@@ -195,8 +203,10 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 			sm.sc[i] = score_of(sk[j]);
 		}
 	}
-	if (tid == 0)
+	if (tid == 0) {
 		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
+		idx_trace(a.trace, IDX_T_SELLD);
+	}
 	__syncthreads();
 	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
 	__syncthreads();

@@ -4,7 +4,7 @@
 # file under OUT (default ./gpu-out). Run from the repository root with the Debian
 # libraries in .deps (../shared/tools/gpu-deps.sh .deps; fio: scripts/gpu-fio.sh .deps).
 #
-#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|s8f|s8h|scrub|pf|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
+#   usage: [REV=commit] scripts/gpu-run.sh [quick|decode|targets|early|ediag|ratios|b1|s7|s8f|s8h|scrub|pf|sel|trace|step|prio|final|dry|huge|diag|full]  (quick: tests + 1-row indexer,
 #                                               decode 128K b1/b32 with every miss path,
 #                                               attention; ~4 min. decode: quick + 1M
 #                                               b1/b8, default and 8192-entry hot cache.
@@ -32,7 +32,7 @@ cmake -B build-gpu -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90
 	{ grep -B3 -A10 error "$out/build.log" | head -60; exit 1; }
 stamp build
 case $mode in # modes that run their own tests, or none
-final | dry | ediag | ratios | b1 | s7 | s8f | s8h | scrub | pf) ;;
+final | dry | ediag | ratios | b1 | s7 | s8f | s8h | scrub | pf | sel) ;;
 *)
 	ctest --test-dir build-gpu -L gpu --output-on-failure -j4 --timeout 300 >"$out/ctest_gpu.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_gpu.txt"
@@ -100,6 +100,14 @@ if [ "$mode" = scrub ]; then # issue 5's 128K/1M b1 ratio with L2 scrubbed befor
 	run s_last 120 $D --contexts 128K --resident-last
 	run s_paired 120 $D --contexts 128K --paired
 	run s_1m 200 $D --contexts 1M --paired --host-gib 110
+	exit 0
+fi
+if [ "$mode" = sel ]; then # issue 3: timelines inside the select and its sort (STRATA_IDX_TRACE), no tests, ~1 min
+	for f in fp8 mxfp4; do
+		STRATA_IDX_TRACE=1 run sel_wg_$f 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt $f --q8 --wgmma --reps 8
+	done
+	STRATA_IDX_TRACE=1 run sel_dflt 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --reps 8
+	STRATA_IDX_TRACE=1 run sel_b8 60 bench indexer --ctx 1M --batch 8 --rows 1 --fmt fp8 --q8 --wgmma --reps 4
 	exit 0
 fi
 if [ "$mode" = s8h ]; then # session 8's last check: gpu tests on the final GPU code, the 1M indexer points, ~3 min
