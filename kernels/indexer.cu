@@ -539,7 +539,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 constexpr int kFThreads = 512;
 constexpr int kFPer = 4;                     /* scores per filter thread */
 constexpr int kFChunk = kFThreads * kFPer;   /* scores per filter CTA */
-constexpr int kFGroup = 2;                   /* chunks a filter CTA reads at once */
+constexpr int kFGroup = 4;                   /* chunks a filter CTA reads at once */
 constexpr int kCC = 2048;                    /* bin (b*, b2*) keys resolved in shared memory */
 constexpr int kRankMax = 64;                 /* up to this many of them: select by rank */
 static_assert(kCC * 8 <= IDX_BINS2 * 4, "cc shares the bin-2 histogram's space");
