@@ -539,7 +539,6 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 constexpr int kFThreads = 512;
 constexpr int kFPer = 4;                     /* scores per filter thread */
 constexpr int kFChunk = kFThreads * kFPer;   /* scores per filter CTA */
-constexpr int kFGroup = 4;                   /* chunks a filter CTA reads at once */
 constexpr int kCC = 2048;                    /* bin (b*, b2*) keys resolved in shared memory */
 constexpr int kRankMax = 64;                 /* up to this many of them: select by rank */
 static_assert(kCC * 8 <= IDX_BINS2 * 4, "cc shares the bin-2 histogram's space");
@@ -787,87 +786,68 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		__syncthreads();
 		const int lane = tid & 31;
 		const unsigned lt = (1u << lane) - 1u;
-		/* chunks x, x + fx, ... (large batches: fewer CTAs, one cut and flush each), in
-		 * groups of kFGroup with all of a group's reads in flight at once. Two passes:
-		 * the first counts this CTA's entries for the row's two lists, one 64-bit
-		 * atomic (selected count low, candidates high) then takes the CTA's places,
-		 * the second writes them (its reads hit L2; a single-chunk CTA rereads
-		 * nothing). So a CTA pays one list atomic, not one per chunk. */
+		/* chunks x, x + fx, ... (large batches: fewer CTAs, one cut and flush each).
+		 * Places in the row's lists: one 64-bit atomic per chunk for the whole CTA
+		 * (selected count low, candidates high), not one per warp and score. */
 		unsigned long long *cnt64 =
 			reinterpret_cast<unsigned long long *>(a.count + (size_t)row * IDX_CNT);
-		const int step = a.fx * kFChunk;
-		const int nch = (L - start + step - 1) / step; /* this CTA's chunks, >= 1 */
-		/* group c0's scores: v[g][u] of chunk c0 + g (chunk 0 from s) */
-		auto load_group = [&](int c0, float (&v)[kFGroup][kFPer]) {
+		for (;;) {
+			unsigned ms[kFPer], mc[kFPer];
+			uint32_t ns = 0, nc = 0;
 #pragma unroll
-			for (int g = 0; g < kFGroup; g++) {
-				const int at = start + (c0 + g) * step;
-#pragma unroll
-				for (int u = 0; u < kFPer; u++) {
-					const int j = at + u * kFThreads + tid;
-					v[g][u] = c0 + g == 0 ? s[u] : c0 + g < nch && j < L ? sc[j] : 0.0f;
-				}
+			for (int u = 0; u < kFPer; u++) {
+				const int j = start + u * kFThreads + tid;
+				const uint32_t b = j < L ? idx_bucket_dev(s[u]) : 0u;
+				ms[u] = __ballot_sync(0xffffffffu, j < L && b > bstar);
+				mc[u] = __ballot_sync(0xffffffffu, j < L && b == bstar);
+				ns += (uint32_t)__popc(ms[u]);
+				nc += (uint32_t)__popc(mc[u]);
 			}
-		};
-		uint32_t ns = 0, nc = 0; /* this warp's entries above b* and in b* */
-		for (int c0 = 0; c0 < nch; c0 += kFGroup) {
-			float v[kFGroup][kFPer];
-			load_group(c0, v);
+			/* the next chunk's scores, in flight while this one's places are taken */
+			const int nstart = start + a.fx * kFChunk;
+			float sn[kFPer];
+			load_chunk(sc, nstart, L, sn);
+			uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
+			if (lane == 0 && ns)
+				ws = atomicAdd(&sm.n_t, ns);
+			if (lane == 0 && nc)
+				wc = atomicAdd(&sm.n_c, nc);
+			__syncthreads();
+			if (tid == 0) {
+				const unsigned long long both = sm.n_t | (unsigned long long)sm.n_c << 32;
+				const unsigned long long at = both ? atomicAdd(cnt64, both) : 0ull;
+				sm.g_sel = (uint32_t)at;
+				sm.g_cand = (uint32_t)(at >> 32);
+				sm.n_t = 0, sm.n_c = 0; /* every warp has added: ready for the next chunk */
+			}
+			__syncthreads();
+			uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0);
+			uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0);
 #pragma unroll
-			for (int g = 0; g < kFGroup; g++)
-#pragma unroll
-				for (int u = 0; u < kFPer; u++) {
-					const int j = start + (c0 + g) * step + u * kFThreads + tid;
-					const bool in = c0 + g < nch && j < L;
-					const uint32_t b = in ? idx_bucket_dev(v[g][u]) : 0u;
-					ns += (uint32_t)__popc(__ballot_sync(0xffffffffu, in && b > bstar));
-					nc += (uint32_t)__popc(__ballot_sync(0xffffffffu, in && b == bstar));
+			for (int u = 0; u < kFPer; u++) {
+				const int j = start + u * kFThreads + tid;
+				if (ms[u] >> lane & 1) {
+					const uint32_t idx = bs + (uint32_t)__popc(ms[u] & lt);
+					if (idx < (uint32_t)k)
+						a.sel[(size_t)row * k + idx] = idx_key64(s[u], j);
 				}
-		}
-		uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
-		if (lane == 0 && ns)
-			ws = atomicAdd(&sm.n_t, ns);
-		if (lane == 0 && nc)
-			wc = atomicAdd(&sm.n_c, nc);
-		__syncthreads();
-		if (tid == 0) {
-			const unsigned long long both = sm.n_t | (unsigned long long)sm.n_c << 32;
-			const unsigned long long at = both ? atomicAdd(cnt64, both) : 0ull;
-			sm.g_sel = (uint32_t)at;
-			sm.g_cand = (uint32_t)(at >> 32);
-		}
-		__syncthreads();
-		uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0);
-		uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0);
-		for (int c0 = 0; c0 < nch; c0 += kFGroup) {
-			float v[kFGroup][kFPer];
-			load_group(c0, v);
-#pragma unroll
-			for (int g = 0; g < kFGroup; g++)
-#pragma unroll
-				for (int u = 0; u < kFPer; u++) {
-					const int j = start + (c0 + g) * step + u * kFThreads + tid;
-					const bool in = c0 + g < nch && j < L;
-					const uint32_t b = in ? idx_bucket_dev(v[g][u]) : 0u;
-					const unsigned ms = __ballot_sync(0xffffffffu, in && b > bstar);
-					const unsigned mc = __ballot_sync(0xffffffffu, in && b == bstar);
-					if (ms >> lane & 1) {
-						const uint32_t idx = bs + (uint32_t)__popc(ms & lt);
-						if (idx < (uint32_t)k)
-							a.sel[(size_t)row * k + idx] = idx_key64(v[g][u], j);
-					}
-					if (mc >> lane & 1) {
-						const uint32_t o = idx_ord32(v[g][u]);
-						agg_inc(&sm.u.h2[sub_of(o, base, shift)], true);
-						const uint32_t idx = bc + (uint32_t)__popc(mc & lt);
-						if (idx < a.cap)
-							a.cand[(size_t)row * a.cap + idx] =
-								((unsigned long long)o << 32) |
-								(unsigned long long)(0xffffffffu - (uint32_t)j);
-					}
-					bs += (uint32_t)__popc(ms);
-					bc += (uint32_t)__popc(mc);
+				if (mc[u] >> lane & 1) {
+					const uint32_t o = idx_ord32(s[u]);
+					agg_inc(&sm.u.h2[sub_of(o, base, shift)], true);
+					const uint32_t idx = bc + (uint32_t)__popc(mc[u] & lt);
+					if (idx < a.cap)
+						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
+							(unsigned long long)(0xffffffffu - (uint32_t)j);
 				}
+				bs += (uint32_t)__popc(ms[u]);
+				bc += (uint32_t)__popc(mc[u]);
+			}
+			start = nstart;
+			if (start >= L)
+				break;
+#pragma unroll
+			for (int u = 0; u < kFPer; u++)
+				s[u] = sn[u];
 		}
 		__syncthreads();
 		uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
