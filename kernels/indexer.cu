@@ -528,6 +528,12 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 				atomicAdd(&gh[b], v);
 		}
 	}
+	if (a.trace) { /* when the flush is performed (a diagnostic: traced calls only) */
+		__threadfence();
+		__syncthreads();
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_SCAN2);
+	}
 }
 
 /* ---- filter + select ------------------------------------------------------------------
@@ -1034,7 +1040,7 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 		return;
 	static const char *name[IDX_TRACE_N] = { "scan0", "filt0", "scan1", "filt1", "cut2",
 						 "class", "sort0", "sort1", "end", "sel0",
-						 "selld", "s_cnt", "s_scan", "s_scat" };
+						 "selld", "s_cnt", "s_scan", "s_scat", "scan2" };
 	fprintf(stderr, "idx-trace us:");
 	for (int i = 1; i < IDX_TRACE_N; i++)
 		fprintf(stderr, " %s %.2f", name[i],

@@ -89,7 +89,9 @@ enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLA
        IDX_T_SORT0, IDX_T_SORT1, IDX_T_END,
        /* inside the select: its start (after the done counter and fence), its list
 	* reads used; inside the sort: counted, scanned, scattered */
-       IDX_T_SEL0, IDX_T_SELLD, IDX_T_SCNT, IDX_T_SSCAN, IDX_T_SSCAT, IDX_TRACE_N };
+       IDX_T_SEL0, IDX_T_SELLD, IDX_T_SCNT, IDX_T_SSCAN, IDX_T_SSCAT,
+       /* a scan CTA's histogram flush performed (traced calls fence it) */
+       IDX_T_SCAN2, IDX_TRACE_N };
 
 #ifdef STRATA_HAVE_CUDA
 #ifdef __cplusplus

@@ -314,7 +314,8 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * STRATA_IDX_TRACE=1 (a diagnostic) prints each call's timeline outside graph capture
  * to stderr, in us from the scan's first CTA: filter start, scan end, filter end,
  * second-level cut, classification, sort start and end, end, and inside the select its
- * start and list reads, inside the sort its counting, scan and scatter; such calls
+ * start and list reads, inside the sort its counting, scan and scatter, and when the
+ * scan's histogram flush was performed (fenced in traced calls only); such calls
  * synchronise. */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)

@@ -102,12 +102,14 @@ if [ "$mode" = scrub ]; then # issue 5's 128K/1M b1 ratio with L2 scrubbed befor
 	run s_1m 200 $D --contexts 1M --paired --host-gib 110
 	exit 0
 fi
-if [ "$mode" = sel ]; then # issue 3: timelines inside the select and its sort (STRATA_IDX_TRACE), no tests, ~1 min
+if [ "$mode" = sel ]; then # issue 3: timelines of the scan's flush, the select and its sort (STRATA_IDX_TRACE); SEL_TEST=1: then kernels_gpu_indexer, ~1 - 3 min
 	for f in fp8 mxfp4; do
 		STRATA_IDX_TRACE=1 run sel_wg_$f 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt $f --q8 --wgmma --reps 8
 	done
 	STRATA_IDX_TRACE=1 run sel_dflt 60 bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --reps 8
 	STRATA_IDX_TRACE=1 run sel_b8 60 bench indexer --ctx 1M --batch 8 --rows 1 --fmt fp8 --q8 --wgmma --reps 4
+	[ -n "${SEL_TEST:-}" ] && ctest --test-dir build-gpu -R kernels_gpu_indexer --output-on-failure --timeout 300 >"$out/ctest_indexer.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*" "$out/ctest_indexer.txt" 2>/dev/null
 	exit 0
 fi
 if [ "$mode" = s8h ]; then # session 8's last check: gpu tests on the final GPU code, the 1M indexer points, ~3 min
