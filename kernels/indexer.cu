@@ -528,12 +528,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 				atomicAdd(&gh[b], v);
 		}
 	}
-	if (a.trace) { /* when the flush is performed (a diagnostic: traced calls only) */
-		__threadfence();
-		__syncthreads();
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SCAN2);
-	}
+	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
 }
 
 /* ---- filter + select ------------------------------------------------------------------

@@ -320,6 +320,18 @@ __device__ __forceinline__ void idx_trace(unsigned long long *t, int at)
 	else
 		atomicMax(t + at, ns);
 }
+/* idx_trace once this CTA's earlier writes and atomics are performed (a fence, then a
+ * barrier: every thread of the CTA calls it); nothing, not even the fence, untraced. */
+__device__ __forceinline__ void idx_trace_fenced(unsigned long long *t, int at)
+{
+	if (!t)
+		return;
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0)
+		idx_trace(t, at);
+}
+
 __device__ __forceinline__ void idx_pdl_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

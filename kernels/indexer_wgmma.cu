@@ -318,12 +318,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 				atomicAdd(&gh[i], v);
 		}
 	}
-	if (a.trace) { /* when the flush is performed (a diagnostic: traced calls only) */
-		__threadfence();
-		__syncthreads();
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SCAN2);
-	}
+	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
 	wait_groups<0>(); /* the trailing empty groups */
 #endif
 }
