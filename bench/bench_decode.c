@@ -311,58 +311,27 @@ int strata_bench_decode(int argc, char **argv)
 	double dev_gib = 120, host_gib = 96;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--uniform")) {
-			uniform = 1;
+		/* switches: each sets its variable (the last of --host-* wins) */
+		const struct {
+			const char *name;
+			int *dst, val;
+		} sw[] = {
+			{ "--uniform", &uniform, 1 },	  { "--profile", &profile, 1 },
+			{ "--direct-all", &direct, 2 },	  { "--tc", &tc, 1 },
+			{ "--early-dry", &early_dry, 1 }, { "--priority-main", &prio, 1 },
+			{ "--trace", &trace, 1 },	  { "--paired", &paired, 1 },
+			{ "--resident-last", &resident_last, 1 }, { "--l2-scrub", &scrub, 1 },
+			{ "--host-huge", &host, STRATA_REF_HOST_HUGE },
+			{ "--host-on-device", &host, STRATA_REF_HOST_DEVICE },
+		};
+		int matched = 0;
+		for (size_t k = 0; k < sizeof sw / sizeof *sw && !matched; k++)
+			if (!strcmp(a, sw[k].name))
+				*sw[k].dst = sw[k].val, matched = 1;
+		if (!strcmp(a, "--direct")) /* does not undo --direct-all */
+			direct = direct > 1 ? direct : 1, matched = 1;
+		if (matched)
 			continue;
-		}
-		if (!strcmp(a, "--profile")) {
-			profile = 1;
-			continue;
-		}
-		if (!strcmp(a, "--direct")) {
-			direct = direct > 1 ? direct : 1;
-			continue;
-		}
-		if (!strcmp(a, "--direct-all")) {
-			direct = 2;
-			continue;
-		}
-		if (!strcmp(a, "--tc")) {
-			tc = 1;
-			continue;
-		}
-		if (!strcmp(a, "--early-dry")) {
-			early_dry = 1;
-			continue;
-		}
-		if (!strcmp(a, "--priority-main")) {
-			prio = 1;
-			continue;
-		}
-		if (!strcmp(a, "--trace")) {
-			trace = 1;
-			continue;
-		}
-		if (!strcmp(a, "--paired")) {
-			paired = 1;
-			continue;
-		}
-		if (!strcmp(a, "--resident-last")) {
-			resident_last = 1;
-			continue;
-		}
-		if (!strcmp(a, "--l2-scrub")) {
-			scrub = 1;
-			continue;
-		}
-		if (!strcmp(a, "--host-huge")) {
-			host = STRATA_REF_HOST_HUGE;
-			continue;
-		}
-		if (!strcmp(a, "--host-on-device")) {
-			host = STRATA_REF_HOST_DEVICE;
-			continue;
-		}
 		if (!v) {
 			fprintf(stderr, "bench decode: unknown or incomplete argument '%s'\n%s\n", a, usage);
 			return 2;
