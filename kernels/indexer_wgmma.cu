@@ -177,10 +177,9 @@ template <int N> __device__ __forceinline__ void wait_groups()
  * flight ahead of the one being scored; each page-table entry is read one tile ahead of
  * the copy that needs it, so the copies never wait for it. C > 1: the grid runs in
  * clusters of C CTAs along x, which add their histograms over distributed shared memory
- * (CTA r of a cluster sums bins r IDX_BINS / C .. (r + 1) IDX_BINS / C - 1 of all C)
- * before the global adds, so the row's hot buckets take C times fewer atomics at the
- * scan's tail; every CTA of a cluster with tiles reaches both cluster barriers, and a
- * cluster without any leaves as a whole. */
+ * (CTA r of a cluster sums bins r / C .. (r + 1) / C of all C) before the global adds,
+ * so the row's hot buckets take C times fewer atomics at the scan's tail; every CTA of
+ * a cluster then reaches both cluster barriers, tiles or none. */
 template <int S, bool MX, int C>
 __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_args a)
 {
@@ -197,8 +196,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	if (L <= a.topk)
 		return; /* not scored: the filter writes 0 .. L-1 */
 	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x, x = (int)blockIdx.x;
-	if ((C == 1 && x >= tiles) || (C > 1 && (x & ~(C - 1)) >= tiles))
-		return; /* C > 1: the same for the whole cluster (x & ~(C - 1) is its first CTA) */
+	if (C == 1 && x >= tiles)
+		return;
 	const int n = x < tiles ? (tiles - x + G - 1) / G : 0; /* this CTA's tiles */
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN0);
@@ -299,17 +298,14 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 #pragma unroll
 		for (int q = 0; q < C; q++)
 			h[q] = cl.map_shared_rank(sm.hist, q);
-		static_assert(IDX_BINS % (C * kWgThreads) == 0, "bins per thread");
-		uint32_t v[IDX_BINS / C / kWgThreads] = {}; /* all remote reads in flight at once */
-#pragma unroll
-		for (int k = 0; k < IDX_BINS / C / kWgThreads; k++)
+		for (int i = r * (IDX_BINS / C) + tid; i < (r + 1) * (IDX_BINS / C); i += kWgThreads) {
+			uint32_t v = 0;
 #pragma unroll
 			for (int q = 0; q < C; q++)
-				v[k] += h[q][r * (IDX_BINS / C) + k * kWgThreads + tid];
-#pragma unroll
-		for (int k = 0; k < IDX_BINS / C / kWgThreads; k++)
-			if (v[k])
-				atomicAdd(&gh[r * (IDX_BINS / C) + k * kWgThreads + tid], v[k]);
+				v += h[q][i];
+			if (v)
+				atomicAdd(&gh[i], v);
+		}
 		cl.sync(); /* the others' reads of this CTA's histogram are done before it exits */
 	} else {
 		for (int i = tid; i < IDX_BINS; i += kWgThreads) {
@@ -343,17 +339,14 @@ template <int S, bool MX, int C> static int wg_prepare_one(void)
 				    (int)smem_bytes<S, MX>()) == cudaSuccess;
 }
 
-static int wg_cluster_ok = 0; /* the cluster variants are prepared (idx_wgmma_ready) */
-
 template <int S, bool MX> static int wg_prepare(void)
 {
-	return wg_prepare_one<S, MX, 1>();
+	return wg_prepare_one<S, MX, 1>() && wg_prepare_one<S, MX, kCluster>();
 }
 
-/* One wave: as many CTAs per request as the GPU holds at once, split over the
- * requests; in whole clusters of kCluster where a wave of clusters holds about as many
- * CTAs per request as a wave of plain CTAs (within one cluster: at large batches the
- * clusters' rounding per request would leave SMs idle), else plain CTAs. */
+/* One wave: as many CTAs per request as the GPU holds at once (whole clusters of
+ * kCluster where they fit one wave and the request has tiles for a cluster; else
+ * plain CTAs), split over the requests. */
 template <int S, bool MX>
 static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st)
 {
@@ -367,9 +360,6 @@ static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_
 		return (int)e;
 	const long long nr = n_req > 0 ? n_req : 1;
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
-	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
-	long long gx = slots / nr;
-	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
 	cfg.blockDim = dim3(kWgThreads);
@@ -383,22 +373,21 @@ static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_
 	cfg.numAttrs = 1;
 	cfg.gridDim = dim3(kCluster, 1);
 	int clusters = 0;
-	if (wg_cluster_ok && tiles >= kCluster) {
-		if (cudaOccupancyMaxActiveClusters(&clusters, scan_wgmma_kernel<S, MX, kCluster>,
-						   &cfg) != cudaSuccess) {
-			(void)cudaGetLastError(); /* this query's own error: launch plain CTAs */
-			clusters = 0;
-		}
+	if (tiles >= kCluster &&
+	    cudaOccupancyMaxActiveClusters(&clusters, scan_wgmma_kernel<S, MX, kCluster>, &cfg) ==
+		    cudaSuccess &&
+	    clusters / nr >= 1) {
 		long long cx = clusters / nr; /* clusters per request */
 		const long long want = (tiles + kCluster - 1) / kCluster;
 		cx = cx > want ? want : cx;
-		if (cx >= 1 && cx * kCluster >= gx - (kCluster - 1)) {
-			cfg.gridDim = dim3((unsigned)(cx * kCluster), (unsigned)n_req);
-			if (cudaLaunchKernelEx(&cfg, scan_wgmma_kernel<S, MX, kCluster>, *a) == cudaSuccess)
-				return (int)cudaSuccess;
-			(void)cudaGetLastError(); /* this launch's own error: plain CTAs */
-		}
+		cfg.gridDim = dim3((unsigned)(cx * kCluster), (unsigned)n_req);
+		if (cudaLaunchKernelEx(&cfg, scan_wgmma_kernel<S, MX, kCluster>, *a) == cudaSuccess)
+			return (int)cudaSuccess;
 	}
+	(void)cudaGetLastError(); /* no cluster launch: plain CTAs */
+	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
+	long long gx = slots / nr;
+	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	dim3 grid((unsigned)gx, (unsigned)n_req);
 	scan_wgmma_kernel<S, MX, 1><<<grid, kWgThreads, smem_bytes<S, MX>(), st>>>(*a);
 	return (int)cudaGetLastError();
@@ -414,10 +403,7 @@ extern "C" int idx_wgmma_ready(void)
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
 			major == 9 && minor == 0 && wg_prepare<kStages, false>() &&
 			wg_prepare<kStages, true>();
-		if (ready) /* the cluster variants are an option: plain CTAs without them */
-			wg_cluster_ok = wg_prepare_one<kStages, false, kCluster>() &&
-					wg_prepare_one<kStages, true, kCluster>();
-		if (!ready || !wg_cluster_ok)
+		if (!ready)
 			(void)cudaGetLastError(); /* "no kernel image" is not sticky: clear it */
 	}
 	return ready;
