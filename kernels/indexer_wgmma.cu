@@ -19,15 +19,10 @@
 // 16w .. 16w + 15), a reduce-scatter over the 8 lanes that share a key column (14
 // shuffles), the 4 warps' sums added in a fixed order in shared memory, times the key's
 // scale: every key's score has the same shape wherever it sits, so equal keys get
-// equal scores. Scores and the 2048-bucket histogram as the other scan writes them;
-// the histogram is first summed over a cluster of kCluster CTAs in distributed shared
-// memory, so the row's hot buckets take that many times fewer global atomics (the flush
-// took ~2 us after the last tile at one row with per-CTA adds,
-// bench/results/2026-11-30-h200-s9 run 8).
+// equal scores. Scores and the 2048-bucket histogram as the other scan writes them.
 //
 // Hopper's FP8 tensor cores add with about 13 mantissa bits, so scores differ from the
 // CPU twin's by more than the fp32 paths' (kernels.h, scan_wgmma).
-#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -175,12 +170,8 @@ template <int N> __device__ __forceinline__ void wait_groups()
 
 /* CTA x of a request's grid takes tiles x, x + G, x + 2G, ... with S - 1 of them in
  * flight ahead of the one being scored; each page-table entry is read one tile ahead of
- * the copy that needs it, so the copies never wait for it. C > 1: the grid runs in
- * clusters of C CTAs along x, which add their histograms over distributed shared memory
- * (CTA r of a cluster sums bins r / C .. (r + 1) / C of all C) before the global adds,
- * so the row's hot buckets take C times fewer atomics at the scan's tail; every CTA of
- * a cluster then reaches both cluster barriers, tiles or none. */
-template <int S, bool MX, int C>
+ * the copy that needs it, so the copies never wait for it. */
+template <int S, bool MX>
 __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -196,9 +187,9 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	if (L <= a.topk)
 		return; /* not scored: the filter writes 0 .. L-1 */
 	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x, x = (int)blockIdx.x;
-	if (C == 1 && x >= tiles)
+	if (x >= tiles)
 		return;
-	const int n = x < tiles ? (tiles - x + G - 1) / G : 0; /* this CTA's tiles */
+	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN0);
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
@@ -289,30 +280,10 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN1);
 	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-	if constexpr (C > 1) {
-		namespace cg = cooperative_groups;
-		cg::cluster_group cl = cg::this_cluster();
-		cl.sync(); /* every histogram of the cluster is complete */
-		const int r = (int)cl.block_rank();
-		uint32_t *h[C];
-#pragma unroll
-		for (int q = 0; q < C; q++)
-			h[q] = cl.map_shared_rank(sm.hist, q);
-		for (int i = r * (IDX_BINS / C) + tid; i < (r + 1) * (IDX_BINS / C); i += kWgThreads) {
-			uint32_t v = 0;
-#pragma unroll
-			for (int q = 0; q < C; q++)
-				v += h[q][i];
-			if (v)
-				atomicAdd(&gh[i], v);
-		}
-		cl.sync(); /* the others' reads of this CTA's histogram are done before it exits */
-	} else {
-		for (int i = tid; i < IDX_BINS; i += kWgThreads) {
-			const uint32_t v = sm.hist[i];
-			if (v)
-				atomicAdd(&gh[i], v);
-		}
+	for (int i = tid; i < IDX_BINS; i += kWgThreads) {
+		const uint32_t v = sm.hist[i];
+		if (v)
+			atomicAdd(&gh[i], v);
 	}
 	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
 	wait_groups<0>(); /* the trailing empty groups */
@@ -326,27 +297,14 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
  * 32; 4 stages 25.2 us, 0.58 / 0.65 (fewer CTAs fit). */
 constexpr int kStages = 2;
 
-/* The cluster size of the histogram reduction (scan_wgmma_kernel C); 1 where a launch
- * with it cannot be had. */
-constexpr int kCluster = 4;
-
-template <int S, bool MX, int C> static int wg_prepare_one(void)
+template <int S, bool MX> static int wg_prepare(void)
 {
 	cudaFuncAttributes fa;
-	return cudaFuncGetAttributes(&fa, scan_wgmma_kernel<S, MX, C>) == cudaSuccess &&
-	       cudaFuncSetAttribute(scan_wgmma_kernel<S, MX, C>,
-				    cudaFuncAttributeMaxDynamicSharedMemorySize,
+	return cudaFuncGetAttributes(&fa, scan_wgmma_kernel<S, MX>) == cudaSuccess &&
+	       cudaFuncSetAttribute(scan_wgmma_kernel<S, MX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				    (int)smem_bytes<S, MX>()) == cudaSuccess;
 }
 
-template <int S, bool MX> static int wg_prepare(void)
-{
-	return wg_prepare_one<S, MX, 1>() && wg_prepare_one<S, MX, kCluster>();
-}
-
-/* One wave: as many CTAs per request as the GPU holds at once (whole clusters of
- * kCluster where they fit one wave and the request has tiles for a cluster; else
- * plain CTAs), split over the requests. */
 template <int S, bool MX>
 static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st)
 {
@@ -354,42 +312,16 @@ static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_
 	cudaError_t e;
 	if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
 	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_wgmma_kernel<S, MX, 1>,
+	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_wgmma_kernel<S, MX>,
 								kWgThreads, smem_bytes<S, MX>())) !=
 		    cudaSuccess)
 		return (int)e;
-	const long long nr = n_req > 0 ? n_req : 1;
-	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute at[1];
-	cfg.blockDim = dim3(kWgThreads);
-	cfg.dynamicSmemBytes = smem_bytes<S, MX>();
-	cfg.stream = st;
-	at[0].id = cudaLaunchAttributeClusterDimension;
-	at[0].val.clusterDim.x = kCluster;
-	at[0].val.clusterDim.y = 1;
-	at[0].val.clusterDim.z = 1;
-	cfg.attrs = at;
-	cfg.numAttrs = 1;
-	cfg.gridDim = dim3(kCluster, 1);
-	int clusters = 0;
-	if (tiles >= kCluster &&
-	    cudaOccupancyMaxActiveClusters(&clusters, scan_wgmma_kernel<S, MX, kCluster>, &cfg) ==
-		    cudaSuccess &&
-	    clusters / nr >= 1) {
-		long long cx = clusters / nr; /* clusters per request */
-		const long long want = (tiles + kCluster - 1) / kCluster;
-		cx = cx > want ? want : cx;
-		cfg.gridDim = dim3((unsigned)(cx * kCluster), (unsigned)n_req);
-		if (cudaLaunchKernelEx(&cfg, scan_wgmma_kernel<S, MX, kCluster>, *a) == cudaSuccess)
-			return (int)cudaSuccess;
-	}
-	(void)cudaGetLastError(); /* no cluster launch: plain CTAs */
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
-	long long gx = slots / nr;
+	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
+	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	dim3 grid((unsigned)gx, (unsigned)n_req);
-	scan_wgmma_kernel<S, MX, 1><<<grid, kWgThreads, smem_bytes<S, MX>(), st>>>(*a);
+	scan_wgmma_kernel<S, MX><<<grid, kWgThreads, smem_bytes<S, MX>(), st>>>(*a);
 	return (int)cudaGetLastError();
 }
 
