@@ -106,7 +106,7 @@ int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream)
 #endif
 #endif
 
-/* ---- MXFP4 keys as e4m3 (the wgmma scan converts each tile in shared memory) ---------
+/* ---- MXFP4 keys as e4m3 (the wgmma scan converts them in registers) ------------------
  * A key's value in group g is e2m1 x 2^(s_g - 127). With m = max_g s_g it is written as
  * e4m3(e2m1 x 2^t) x 2^(m - 133), t = s_g - m + 6 <= 6: e2m1 magnitudes are {0, .5, 1,
  * 1.5, 2, 3, 4, 6}, so every t in [-8, 6] is exact in e4m3 (6 x 2^6 = 384 <= 448, and

@@ -3,23 +3,26 @@
 // mma.sync is emulated through fp16 on Hopper (measured slower than the bf16 scan), so
 // FP8 tensor throughput needs the warpgroup MMA.
 //
-// One CTA = one warpgroup (4 warps) of one request, one query row. Its 64 heads x 128
-// query bytes are the A operand, staged once; a tile is one page of 64 keys (B = 64),
-// the B operand. Both sit in shared memory in the 128-byte-swizzled K-major layout
-// (rows of 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at j ^ (r % 8)),
-// so each tile is 4 wgmma m64n64k32 (k-steps of 32 bytes: the descriptors' start
-// advances by 32 bytes inside the swizzled rows). FP8 pages are copied by cp.async
-// straight into that layout, a ring of kStages tiles; MXFP4 pages are copied raw into
-// the ring and each is rewritten as e4m3 into the operand buffer before its MMA
-// (indexer_int.h idx_mx_*: exact for group scales within 14 octaves of the key's
-// largest). A CTA takes tiles x, x + G, ...; each page-table entry is read a tile
-// ahead of its copy.
+// One CTA = one warpgroup (4 warps) of one request, one query row. A tile is one page
+// of 64 keys (B = 64). The keys are the MMA's A operand, in registers: warp w owns keys
+// 16w .. 16w + 15 of the tile, and lane (g, c) (g = lane / 4, c = lane % 4) holds 32
+// dims of keys 16w + g and 16w + g + 8, read from shared memory and, for MXFP4, turned
+// into e4m3 there in registers (indexer_int.h idx_mx_*: exact for group scales within 14
+// octaves of the key's largest). The query's 64 heads x 128 bytes are the B operand,
+// staged once in shared memory (128-byte-swizzled K-major: rows of 128 bytes, 8-row
+// atoms of 1 KiB, 16-byte chunk j of row r at j ^ (r % 8)), its dims permuted as the keys'
+// are laid out over the A registers (a dot product does not care about the order of its
+// terms), so a tile is 4 wgmma m64n64k32 with A from registers.
 //
-// Epilogue per tile: ReLU and the head weights on the accumulators (warp w holds heads
-// 16w .. 16w + 15), a reduce-scatter over the 8 lanes that share a key column (14
-// shuffles), the 4 warps' sums added in a fixed order in shared memory, times the key's
-// scale: every key's score has the same shape wherever it sits, so equal keys get
-// equal scores. Scores and the 2048-bucket histogram as the other scan writes them.
+// Each warp copies its own 16 keys of a tile (cp.async, a ring of S tiles per warp) and
+// waits only for its own copies: the tile loop has no CTA-wide barrier. While a tile's
+// MMA runs, the warp loads (and converts) the next tile's A registers.
+//
+// Epilogue per tile: lane (g, c) holds heads 8j + 2c + e of its two keys; it sums ReLU
+// times the head weights over them in a fixed order, then over the 4 lanes of the key
+// (two butterfly shuffles: every lane ends with the same bits), times the key's scale.
+// Every key's score has the same shape wherever it sits, so equal keys get equal
+// scores. Scores and the 2048-bucket histogram as the other scan writes them.
 //
 // Hopper's FP8 tensor cores add with about 13 mantissa bits, so scores differ from the
 // CPU twin's by more than the fp32 paths' (kernels.h, scan_wgmma).
@@ -34,23 +37,18 @@ namespace {
 
 constexpr int kWgThreads = 128;               /* one warpgroup */
 constexpr int kTile = 64;                     /* keys per tile: one page of B = 64 */
-constexpr int kRowB = 128;                    /* bytes per key or query head */
-constexpr int kTileBytes = kTile * kRowB;     /* 8 KiB */
+constexpr int kRowB = 128;                    /* bytes per query head */
 constexpr int kHeads = 64;
-constexpr int kFp8Page = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 fp32 scales] */
-constexpr int kMxPage = kTile * (64 + 4);      /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
-template <bool MX> constexpr int page_bytes() { return MX ? kMxPage : kFp8Page; }
+constexpr int kWarpKeys = 16;                 /* keys of a tile per warp */
+/* A key's bytes: FP8 128 (then fp32 scales), MXFP4 64 nibble bytes (then 4 ue8m0). */
+template <bool MX> constexpr int key_bytes() { return MX ? 64 : 128; }
+template <bool MX> constexpr int page_bytes() { return kTile * (key_bytes<MX>() + 4); }
+/* One warp's share of a tile in its ring: 16 keys' bytes, then their 16 scale words. */
+template <bool MX> constexpr int warp_bytes() { return kWarpKeys * (key_bytes<MX>() + 4); }
 
-/* FP8 (MX false): the ring holds key tiles copied straight into the swizzled operand
- * layout. MXFP4: the ring holds raw pages; each tile is converted to e4m3 into the
- * one operand buffer (mx_convert) before its MMA. */
 template <int S, bool MX> struct Smem {
-	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
-	uint8_t b[MX ? 1 : S][kTileBytes];     /* key tiles, swizzled */
-	float ks[MX ? 1 : S][kTile];           /* the keys' fp32 scales */
-	uint8_t raw[MX ? S : 1][MX ? kMxPage : 16]; /* MXFP4: the raw pages' ring */
-	float w[kHeads];
-	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
+	uint8_t q[kHeads * kRowB];               /* the query (B), swizzled; 1 KiB-aligned */
+	uint8_t ring[4][S][warp_bytes<MX>()];    /* each warp's tiles, raw */
 	uint32_t hist[IDX_BINS];
 };
 template <int S, bool MX> constexpr size_t smem_bytes()
@@ -85,82 +83,112 @@ __device__ __forceinline__ void fence_async_smem()
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void wgmma_64x64x32(float (&d)[32], uint64_t da, uint64_t db, int acc)
+/* D (+)= A B, A (64 keys x 32 bytes of k) from registers, B (32 x 64 heads) by descriptor. */
+__device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int acc)
 {
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
 		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-		     : "l"(da), "l"(db), "r"(acc));
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
 }
 #endif
 
-/* Keeps the compiler from moving accumulator reads or writes across the async MMA. */
-__device__ __forceinline__ void reg_fence(float (&d)[32])
+/* Keeps the compiler from moving register reads or writes across the async MMA. */
+template <int N> __device__ __forceinline__ void reg_fence(float (&d)[N])
 {
 #pragma unroll
-	for (int i = 0; i < 32; i++)
+	for (int i = 0; i < N; i++)
 		asm volatile("" : "+f"(d[i])::"memory");
 }
-
-/* One page's 64 keys and scales into ring slot `slot` (every thread: FP8 4 + (tid < 16)
- * copies, MXFP4 2 + (tid < 16)), then a commit: one group per call, empty when `page`
- * is null, so that "all but the newest S - 2 groups done" always means "this tile's
- * copies done". */
-template <int S, bool MX>
-__device__ __forceinline__ void load_tile(const uint8_t *page, Smem<S, MX> &sm, int slot)
+template <int N> __device__ __forceinline__ void reg_fence(uint32_t (&d)[N])
 {
-	const int tid = threadIdx.x;
-	if (page && MX) {
-		const uint32_t r = (uint32_t)__cvta_generic_to_shared(sm.raw[slot]);
 #pragma unroll
-		for (int i = 0; i < (kMxPage / 16 + kWgThreads - 1) / kWgThreads; i++) {
-			const int q = tid + i * kWgThreads;
-			if (q < kMxPage / 16)
-				cp16(r + 16 * q, page + 16 * q);
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+r"(d[i])::"memory");
+}
+
+/* The A registers of one tile: k-step s uses a[4s .. 4s + 3] = (key g, k 4c..4c+3),
+ * (key g + 8, same k), (key g, k 16 + 4c..), (key g + 8, same k). Lane (g, c) loads
+ * word j (0 .. 7) of each of its two keys into a[4 (j / 2) + 2 (j % 2) + key]. */
+
+/* Key dim of k position p (0 .. 31) of k-step s: the inverse of the keys' placement.
+ * FP8: lane c's words j = 2s + p / 16 are dims 16c + 4j (j < 4) or 64 + 16c + 4(j - 4),
+ * read as 16-byte chunks c and c + 4 of the key. MXFP4: lane c holds the key's scale
+ * group c (dims 32c .. 32c + 31, one 16-byte chunk of nibbles); nibble word s converts
+ * to dims 32c + 8s + 0..3 (k 4c..) and + 4..7 (k 16 + 4c..). */
+template <bool MX> __device__ __forceinline__ int dim_of(int s, int p)
+{
+	const int half = p >> 4, c = (p & 15) >> 2, i = p & 3;
+	if (MX)
+		return 32 * c + 8 * s + 4 * half + i;
+	const int j = 2 * s + half;
+	return (j < 4 ? 16 * c + 4 * j : 64 + 16 * c + 4 * (j - 4)) + i;
+}
+
+/* Warp `warp`'s 16 keys of a page into its ring slot (lane: FP8 4 chunks, MXFP4 2, and
+ * lanes 0 - 3 one of the scales), then a commit: one group per call, empty when `page`
+ * is null, so that "all but the newest S - 2 groups done" always means "this tile's
+ * copies done". FP8 rows: chunk ch of key r at ch ^ 4 (r & 1), so that the 8 lanes of a
+ * 16-byte load phase (keys r, r + 1, chunks c or c + 4) hit 8 distinct bank groups. */
+template <bool MX>
+__device__ __forceinline__ void load_warp(const uint8_t *page, uint8_t *slot, int warp, int lane)
+{
+	if (page) {
+		const uint32_t d = (uint32_t)__cvta_generic_to_shared(slot);
+		const uint8_t *src = page + warp * kWarpKeys * key_bytes<MX>();
+		constexpr int nch = kWarpKeys * key_bytes<MX>() / 16; /* 16-byte chunks */
+#pragma unroll
+		for (int i = 0; i < nch / 32; i++) {
+			const int q = lane + 32 * i;
+			if (MX) {
+				cp16(d + 16 * q, src + 16 * q);
+			} else {
+				const int r = q >> 3, ch = q & 7;
+				cp16(d + r * 128 + ((ch ^ ((r & 1) << 2)) << 4), src + 16 * q);
+			}
 		}
-	} else if (page) {
-		/* rows tid / 8 + 16 i, chunk tid % 8: 16 rows on, both the swizzled place and
-		 * the source move by 2 KiB (the row's place in its 8-row atom stays) */
-		const int r0 = tid >> 3, ch = tid & 7;
-		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]) + sw128(r0, ch);
-		const uint8_t *src = page + r0 * kRowB + ch * 16;
-#pragma unroll
-		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++)
-			cp16(b + 2048 * i, src + 2048 * i);
-		if (tid < kTile * 4 / 16)
-			cp16((uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4]),
-			     page + kTileBytes + tid * 16);
+		if (lane < 4)
+			cp16(d + kWarpKeys * key_bytes<MX>() + 16 * lane,
+			     page + kTile * key_bytes<MX>() + warp * kWarpKeys * 4 + 16 * lane);
 	}
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* Raw page `slot` into the operand buffer as e4m3 (swizzled) and the keys' scales.
- * Thread t converts half t % 2 of key t / 2: groups 2h, 2h + 1, 16-byte chunks 4h ..
- * 4h + 3 (a phase of 8 threads writes 4 rows x 2 halves: 8 distinct bank groups). */
-template <int S>
-__device__ __forceinline__ void mx_convert(Smem<S, true> &sm, int slot)
+/* The A registers of a tile from the warp's ring slot, and the scale of the key this
+ * lane scores (key g for c = 0, key g + 8 for c = 1; the other lanes' is unused). */
+template <bool MX>
+__device__ __forceinline__ void read_tile(const uint8_t *slot, int g, int c, uint32_t (&a)[16],
+					  float *kscale)
 {
-	const int tid = threadIdx.x, row = tid >> 1, h = tid & 1;
-	const uint8_t *raw = sm.raw[slot];
-	const uint4 *src = reinterpret_cast<const uint4 *>(raw + row * 64 + h * 32);
-	const uint4 p0 = src[0], p1 = src[1];
-	const uint32_t sc = *reinterpret_cast<const uint32_t *>(raw + kTile * 64 + row * 4);
-	const uint32_t m = idx_mx_max_scale(sc);
-	uint32_t lo0, hi0, lo1, hi1;
-	idx_mx_lut((int)((sc >> (16 * h)) & 255u) - (int)m, &lo0, &hi0);
-	idx_mx_lut((int)((sc >> (16 * h + 8)) & 255u) - (int)m, &lo1, &hi1);
-	const uint32_t w[8] = { p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w };
+	const uint32_t *scw = reinterpret_cast<const uint32_t *>(slot + kWarpKeys * key_bytes<MX>());
 #pragma unroll
-	for (int c = 0; c < 4; c++) { /* chunk 4h + c: words 2c, 2c + 1; group 2h + c / 2 */
-		const uint32_t lo = c < 2 ? lo0 : lo1, hi = c < 2 ? hi0 : hi1;
-		uint4 o;
-		idx_mx_eight(w[2 * c], lo, hi, &o.x, &o.y);
-		idx_mx_eight(w[2 * c + 1], lo, hi, &o.z, &o.w);
-		*reinterpret_cast<uint4 *>(sm.b[0] + sw128(row, 4 * h + c)) = o;
+	for (int h = 0; h < 2; h++) { /* key g + 8h */
+		const int r = g + 8 * h;
+		if constexpr (MX) {
+			const uint4 w = *reinterpret_cast<const uint4 *>(slot + r * 64 + 16 * c);
+			const uint32_t sc = scw[r];
+			const uint32_t m = idx_mx_max_scale(sc);
+			uint32_t lo, hi;
+			idx_mx_lut((int)((sc >> (8 * c)) & 255u) - (int)m, &lo, &hi);
+			const uint32_t x[4] = { w.x, w.y, w.z, w.w };
+#pragma unroll
+			for (int s = 0; s < 4; s++)
+				idx_mx_eight(x[s], lo, hi, &a[4 * s + h], &a[4 * s + 2 + h]);
+			if (c == h)
+				*kscale = idx_mx_key_scale(m);
+		} else {
+			const int sw = (r & 1) << 2;
+			const uint4 u = *reinterpret_cast<const uint4 *>(slot + r * 128 + ((c ^ sw) << 4));
+			const uint4 v = *reinterpret_cast<const uint4 *>(slot + r * 128 + (((c + 4) ^ sw) << 4));
+			const uint32_t x[8] = { u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w };
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				a[4 * (j >> 1) + 2 * (j & 1) + h] = x[j];
+			if (c == h)
+				*kscale = __uint_as_float(scw[r]);
+		}
 	}
-	if (h == 0)
-		sm.ks[0][row] = idx_mx_key_scale(m);
 }
 
 template <int N> __device__ __forceinline__ void wait_groups()
@@ -168,13 +196,14 @@ template <int N> __device__ __forceinline__ void wait_groups()
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* CTA x of a request's grid takes tiles x, x + G, x + 2G, ... with S - 1 of them in
- * flight ahead of the one being scored; each page-table entry is read one tile ahead of
- * the copy that needs it, so the copies never wait for it. */
+/* CTA x of a request's grid takes tiles x, x + G, x + 2G, ...; each warp keeps S - 1 of
+ * its shares in flight ahead of the one being scored, and reads each page-table entry
+ * one tile ahead of the copy that needs it. */
 template <int S, bool MX>
 __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	static_assert(S >= 3, "a tile in flight beyond the next one");
 	extern __shared__ uint8_t smem_raw[];
 	Smem<S, MX> &sm = *reinterpret_cast<Smem<S, MX> *>(
 		smem_raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(smem_raw) & 1023)) & 1023));
@@ -192,88 +221,94 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN0);
+	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
 	auto page_of = [&](int i) { /* this CTA's i-th page, or null past the end */
 		return i < n ? a.pages + (size_t)pt[x + i * G] * page_bytes<MX>() : nullptr;
 	};
+	uint8_t(*ring)[warp_bytes<MX>()] = sm.ring[warp];
 
 #pragma unroll
 	for (int i = 0; i < S - 1; i++)
-		load_tile<S, MX>(page_of(i), sm, i);
+		load_warp<MX>(page_of(i), ring[i], warp, lane);
 	const uint8_t *next = page_of(S - 1); /* the page-table read, one tile ahead */
-	{ /* the query (16-byte aligned: the dispatcher checks), the weights, the histogram */
+	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
+	   * the keys' dim order; the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
-#pragma unroll
-		for (int i = 0; i < kHeads * kRowB / 16 / kWgThreads; i++) {
-			const int c = tid + i * kWgThreads, h = c >> 3, ch = c & 7;
-			*reinterpret_cast<uint4 *>(sm.a + sw128(h, ch)) =
-				__ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16));
+		for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
+			const int h = i >> 5, kk = 4 * (i & 31); /* head, k position (0 .. 127) */
+			const int s = kk >> 5, p = kk & 31;
+			*reinterpret_cast<uint32_t *>(sm.q + sw128(h, kk >> 4) + (kk & 15)) =
+				__ldg(reinterpret_cast<const uint32_t *>(q + h * kRowB + dim_of<MX>(s, p)));
 		}
-		if (tid < kHeads)
-			sm.w[tid] = a.w[(size_t)row * kHeads + tid];
 		for (int i = tid; i < IDX_BINS; i += kWgThreads)
 			sm.hist[i] = 0;
 		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
+		__syncthreads();
 	}
-	const uint64_t da = wg_desc((uint32_t)__cvta_generic_to_shared(sm.a));
-	const uint64_t db0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
-	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q));
+	float wt[16]; /* the weights of this lane's heads 8j + 2c + e, at 2j + e */
+#pragma unroll
+	for (int j = 0; j < 8; j++)
+#pragma unroll
+		for (int e = 0; e < 2; e++)
+			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
 	float *scores = a.scores + (size_t)row * a.sstride;
+	const int mykey = kWarpKeys * warp + g + 8 * c; /* lanes c < 2 score this key of a tile */
 
-	for (int i = 0; i < n; i++) {
-		const int slot = i % S, t = x + i * G;
-		wait_groups<S - 2>(); /* this thread's copies of tile i */
-		fence_async_smem();   /* ... before the MMA reads them */
-		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		load_tile<S, MX>(next, sm, (i + S - 1) % S);
-		next = page_of(i + S);
-		const int kb = MX ? 0 : slot; /* the operand buffer */
-		if constexpr (MX) {
-			mx_convert<S>(sm, slot);
-			fence_async_smem(); /* the converted keys' generic stores, before the MMA */
-			__syncthreads();
-		}
-
-		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
-			      * first MMA of a tile; the previous tile's reads of d are fenced
-			      * before wgmma.fence, as the PTX rules ask */
-		const uint64_t db = db0 + (uint64_t)(kb * (kTileBytes >> 4)); /* start field: 16 B units */
+	uint32_t a0[16], a1[16];
+	float ks0 = 0.0f, ks1 = 0.0f;
+	wait_groups<S - 2>(); /* tile 0 */
+	__syncwarp();
+	read_tile<MX>(ring[0], g, c, a0, &ks0);
+	/* Tile i: its MMA from acur, while tile i + 1 is read into anext and tile i + S - 1
+	 * (this warp's share) is copied into the slot tile i - 1 left. */
+	auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur, float *knext) {
+		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B) */
 		reg_fence(d);
+		reg_fence(acur);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-		for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
-			wgmma_64x64x32(d, da + (uint64_t)(2 * k), db + (uint64_t)(2 * k), k);
+		for (int k = 0; k < 4; k++)
+			wgmma_rs(d, *reinterpret_cast<const uint32_t(*)[4]>(&acur[4 * k]),
+				 db + (uint64_t)(2 * k), k);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+		/* tile i - 1's slot: every lane read it before the last step's __syncwarp */
+		load_warp<MX>(next, ring[(i + S - 1) % S], warp, lane);
+		next = page_of(i + S);
+		wait_groups<S - 2>(); /* this lane's copies of tile i + 1 */
+		__syncwarp();         /* ... and everyone's */
+		if (i + 1 < n)
+			read_tile<MX>(ring[(i + 1) % S], g, c, anext, knext);
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		reg_fence(d);
+		reg_fence(acur);
 
-		/* d[4j + e]: head 16 warp + g, key 8j + 2c + e; d[4j + 2 + e]: head + 8 */
-		const float wlo = sm.w[16 * warp + g], whi = sm.w[16 * warp + g + 8];
-		float v[16];
+		/* d[4j + e]: key g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8 */
+		float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 #pragma unroll
-			for (int e = 0; e < 2; e++)
-				v[2 * j + e] = fmaf(whi, fmaxf(d[4 * j + 2 + e], 0.0f),
-						    wlo * fmaxf(d[4 * j + e], 0.0f));
-		/* over the 8 lanes of a key column: lane (g, c) ends with keys 8g + 2c + {0, 1} */
-		float u[2];
-		idx_reduce_scatter8<16>(v, u, g);
-		float *red = sm.red[warp];
-		*reinterpret_cast<float2 *>(&red[8 * g + 2 * c]) = make_float2(u[0], u[1]);
-		__syncthreads();
-		if (tid < kTile) {
-			const int key = t * kTile + tid;
-			float (*r)[kTile] = sm.red;
-			float s = ((r[0][tid] + r[1][tid]) + r[2][tid]) + r[3][tid];
-			s *= sm.ks[kb][tid];
-			if (key < L) {
-				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
-				scores[key] = s;
-				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
+			for (int e = 0; e < 2; e++) {
+				s0 = fmaf(wt[2 * j + e], fmaxf(d[4 * j + e], 0.0f), s0);
+				s1 = fmaf(wt[2 * j + e], fmaxf(d[4 * j + 2 + e], 0.0f), s1);
 			}
+		s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
+		s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
+		s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
+		s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
+		const int key = (x + i * G) * kTile + mykey;
+		if (c < 2 && key < L) {
+			float s = (c ? s1 : s0) * kcur;
+			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
+			scores[key] = s;
+			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 		}
-		/* no barrier here: the next tile's first one frees this slot and red */
+	};
+	for (int i = 0; i < n; i += 2) {
+		step(i, a0, a1, ks0, &ks1);
+		if (i + 1 < n)
+			step(i + 1, a1, a0, ks1, &ks0);
 	}
 	idx_pdl_trigger(); /* the histogram flush below is short: let the filter launch */
 	__syncthreads();
@@ -292,10 +327,9 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 
 } // namespace
 
-/* The ring's depth: 2 (a tile in flight while one is scored). Measured on the H200 at
- * 1M keys, cold L2: 2 stages 24.4 us one row, 0.62 / 0.71 of the roofline at batch 8 /
- * 32; 4 stages 25.2 us, 0.58 / 0.65 (fewer CTAs fit). */
-constexpr int kStages = 2;
+/* Each warp's ring depth: 4 (three tiles' shares in flight beyond the one being
+ * scored; a power of two keeps the slot arithmetic cheap). */
+constexpr int kStages = 4;
 
 template <int S, bool MX> static int wg_prepare(void)
 {
