@@ -19,10 +19,11 @@
 // MMA runs, the warp loads (and converts) the next tile's A registers.
 //
 // Epilogue per tile: lane (g, c) holds heads 8j + 2c + e of its two keys; it sums ReLU
-// times the head weights over them in a fixed order, then over the 4 lanes of the key
-// (two butterfly shuffles: every lane ends with the same bits), times the key's scale.
-// Every key's score has the same shape wherever it sits, so equal keys get equal
-// scores. Scores and the 2048-bucket histogram as the other scan writes them.
+// times the head weights over them in a fixed order (two chains, then one add), then
+// over the 4 lanes of the key (two butterfly shuffles: every lane ends with the same
+// bits), times the key's scale. Every key's score has the same shape wherever it sits,
+// so equal keys get equal scores. Scores and the 2048-bucket histogram as the other
+// scan writes them.
 //
 // Hopper's FP8 tensor cores add with about 13 mantissa bits, so scores differ from the
 // CPU twin's by more than the fp32 paths' (kernels.h, scan_wgmma).
@@ -222,16 +223,25 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN0);
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+	/* The page-table entries of this CTA's tiles, 32 at a time: lane j holds tile 32b + j
+	 * of chunk b in pc (the chunk in use) and of chunk b + 1 in pn (read 32 tiles ahead
+	 * of its first use, so no copy waits for it). */
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
-	auto page_of = [&](int i) { /* this CTA's i-th page, or null past the end */
-		return i < n ? a.pages + (size_t)pt[x + i * G] * page_bytes<MX>() : nullptr;
+	auto pt_chunk = [&](int b) {
+		const int i = 32 * b + lane;
+		return i < n ? __ldg(pt + x + (size_t)i * G) : 0;
+	};
+	int pc = pt_chunk(0), pn = pt_chunk(1);
+	auto page_of = [&](int i) { /* tile i's page (i in pc's chunk), or null */
+		const int p = __shfl_sync(0xffffffffu, pc, i & 31);
+		return i < n ? a.pages + (size_t)p * page_bytes<MX>() : nullptr;
 	};
 	uint8_t(*ring)[warp_bytes<MX>()] = sm.ring[warp];
 
+	static_assert(S <= 32, "the prologue's tiles sit in chunk 0");
 #pragma unroll
 	for (int i = 0; i < S - 1; i++)
 		load_warp<MX>(page_of(i), ring[i], warp, lane);
-	const uint8_t *next = page_of(S - 1); /* the page-table read, one tile ahead */
 	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
 	   * the keys' dim order; the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
@@ -273,9 +283,14 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 			wgmma_rs(d, *reinterpret_cast<const uint32_t(*)[4]>(&acur[4 * k]),
 				 db + (uint64_t)(2 * k), k);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-		/* tile i - 1's slot: every lane read it before the last step's __syncwarp */
-		load_warp<MX>(next, ring[(i + S - 1) % S], warp, lane);
-		next = page_of(i + S);
+		/* tile i + S - 1 into tile i - 1's slot: every lane read that before the last
+		 * step's __syncwarp */
+		const int t = i + S - 1;
+		if ((t & 31) == 0) { /* the next chunk of page-table entries */
+			pc = pn;
+			pn = pt_chunk((t >> 5) + 1);
+		}
+		load_warp<MX>(page_of(t), ring[t % S], warp, lane);
 		wait_groups<S - 2>(); /* this lane's copies of tile i + 1 */
 		__syncwarp();         /* ... and everyone's */
 		if (i + 1 < n)
@@ -284,15 +299,18 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		reg_fence(d);
 		reg_fence(acur);
 
-		/* d[4j + e]: key g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8 */
-		float s0 = 0.0f, s1 = 0.0f;
+		/* d[4j + e]: key g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8. Two partial sums
+		 * per key (heads with j even, j odd; halves the dependent chain), then one add */
+		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 #pragma unroll
-			for (int e = 0; e < 2; e++) {
-				s0 = fmaf(wt[2 * j + e], fmaxf(d[4 * j + e], 0.0f), s0);
-				s1 = fmaf(wt[2 * j + e], fmaxf(d[4 * j + 2 + e], 0.0f), s1);
-			}
+			for (int e = 0; e < 2; e++)
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+					p[h][j & 1] = fmaf(wt[2 * j + e], fmaxf(d[4 * j + 2 * h + e], 0.0f),
+							   p[h][j & 1]);
+		float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
 		s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
 		s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
 		s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
