@@ -1,32 +1,39 @@
-// Indexer scan on Hopper's FP8 tensor cores (wgmma), for FP8 or MXFP4 keys and FP8
+// Indexer scans on Hopper's FP8 tensor cores (wgmma), for FP8 or MXFP4 keys and FP8
 // queries (strata_indexer_params.scan_wgmma; kernels.h). Built for sm_90a only: FP8
 // mma.sync is emulated through fp16 on Hopper (measured slower than the bf16 scan), so
-// FP8 tensor throughput needs the warpgroup MMA.
+// FP8 tensor throughput needs the warpgroup MMA. One CTA = one warpgroup (4 warps) of one
+// request, one query row; a tile is one page of 64 keys (B = 64); a CTA takes tiles x,
+// x + G, x + 2G, ... Two kernels, each where it measured faster (H200, 1M keys,
+// bench/results/2026-11-30-h200-s10):
 //
-// One CTA = one warpgroup (4 warps) of one request, one query row. A tile is one page
-// of 64 keys (B = 64). The keys are the MMA's A operand, in registers: warp w owns keys
-// 16w .. 16w + 15 of the tile, and lane (g, c) (g = lane / 4, c = lane % 4) holds 32
-// dims of keys 16w + g and 16w + g + 8, read from shared memory and, for MXFP4, turned
-// into e4m3 there in registers (indexer_int.h idx_mx_*: exact for group scales within 14
-// octaves of the key's largest). The query's 64 heads x 128 bytes are the B operand,
-// staged once in shared memory (128-byte-swizzled K-major: rows of 128 bytes, 8-row
-// atoms of 1 KiB, 16-byte chunk j of row r at j ^ (r % 8)), its dims permuted as the keys'
-// are laid out over the A registers (a dot product does not care about the order of its
-// terms), so a tile is 4 wgmma m64n64k32 with A from registers.
+// FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
+// K-major layout (rows of 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at
+// j ^ (r % 8)). The query's 64 heads x 128 bytes are A, staged once; the key tile is B,
+// copied by cp.async straight into that layout (a ring of tiles), so a tile is 4 wgmma
+// m64n64k32 (k-steps of 32 bytes: the descriptors' start advances by 32 bytes inside the
+// swizzled rows). Epilogue: ReLU and the head weights on the accumulators (warp w holds
+// heads 16w .. 16w + 15), a reduce-scatter over the 8 lanes that share a key column (14
+// shuffles), the 4 warps' sums added in a fixed order in shared memory, times the key's
+// scale.
 //
-// Each warp copies its own 16 keys of a tile (cp.async, a ring of S tiles per warp) and
-// waits only for its own copies: the tile loop has no CTA-wide barrier. While a tile's
-// MMA runs, the warp loads (and converts) the next tile's A registers.
+// MXFP4 keys (scan_rs_kernel): the keys are A, in registers, converted to e4m3 there
+// (indexer_int.h idx_mx_*: exact for group scales within 14 octaves of the key's
+// largest). Warp w owns keys 16w .. 16w + 15 of a tile; lane (g, c) (g = lane / 4, c =
+// lane % 4) holds scale group c (dims 32c .. 32c + 31) of keys 16w + g and 16w + g + 8.
+// The query is B, staged once with its dims permuted as the keys' sit in the A
+// registers (a dot product does not care about the order of its terms). Each warp copies
+// its own 16 keys of a tile (cp.async, a ring per warp) and waits only for its own
+// copies: no CTA-wide barrier in the tile loop, and the next tile is converted while
+// this one's MMA runs. Epilogue: lane (g, c) sums ReLU times the head weights over its
+// heads 8j + 2c + e of both keys in a fixed order (two chains, then one add), then over
+// the key's 4 lanes (two butterfly shuffles: every lane ends with the same bits), times
+// the key's scale.
 //
-// Epilogue per tile: lane (g, c) holds heads 8j + 2c + e of its two keys; it sums ReLU
-// times the head weights over them in a fixed order (two chains, then one add), then
-// over the 4 lanes of the key (two butterfly shuffles: every lane ends with the same
-// bits), times the key's scale. Every key's score has the same shape wherever it sits,
-// so equal keys get equal scores. Scores and the 2048-bucket histogram as the other
-// scan writes them.
-//
-// Hopper's FP8 tensor cores add with about 13 mantissa bits, so scores differ from the
-// CPU twin's by more than the fp32 paths' (kernels.h, scan_wgmma).
+// In both, every key's score has the same shape wherever it sits, so equal keys get
+// equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
+// each page-table entry is read a tile ahead of the copy that needs it (an index, made
+// an address only there). Hopper's FP8 tensor cores add with about 13 mantissa bits, so
+// scores differ from the CPU twin's by more than the fp32 paths' (kernels.h, scan_wgmma).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -38,25 +45,34 @@ namespace {
 
 constexpr int kWgThreads = 128;               /* one warpgroup */
 constexpr int kTile = 64;                     /* keys per tile: one page of B = 64 */
-constexpr int kRowB = 128;                    /* bytes per query head */
+constexpr int kRowB = 128;                    /* bytes per query head, per FP8 key */
+constexpr int kTileBytes = kTile * kRowB;     /* 8 KiB */
 constexpr int kHeads = 64;
-constexpr int kWarpKeys = 16;                 /* keys of a tile per warp */
-/* A key's bytes: FP8 128 (then fp32 scales), MXFP4 64 nibble bytes (then 4 ue8m0). */
-template <bool MX> constexpr int key_bytes() { return MX ? 64 : 128; }
-template <bool MX> constexpr int page_bytes() { return kTile * (key_bytes<MX>() + 4); }
-/* One warp's share of a tile in its ring: 16 keys' bytes, then their 16 scale words. */
-template <bool MX> constexpr int warp_bytes() { return kWarpKeys * (key_bytes<MX>() + 4); }
+constexpr int kFp8Page = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 fp32 scales] */
+constexpr int kMxKey = 64;                    /* MXFP4 nibble bytes per key */
+constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
+constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
+constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibbles, scales */
 
-template <int S, bool MX> struct Smem {
-	uint8_t q[kHeads * kRowB];               /* the query (B), swizzled; 1 KiB-aligned */
-	uint8_t ring[4][S][warp_bytes<MX>()];    /* each warp's tiles, raw */
+/* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
+template <int S> struct SsSmem {
+	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
+	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
+	float ks[S][kTile];                    /* the keys' fp32 scales */
+	float w[kHeads];
+	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
 };
-template <int S, bool MX> constexpr size_t smem_bytes()
+/* MXFP4: the query (B) and each warp's ring of raw shares. */
+template <int S> struct RsSmem {
+	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
+	uint8_t ring[4][S][kMxWarpBytes];
+	uint32_t hist[IDX_BINS];
+};
+template <typename T> constexpr size_t smem_of()
 {
-	return sizeof(Smem<S, MX>) + 1024; /* + alignment slack */
+	return sizeof(T) + 1024; /* + alignment slack */
 }
-
 /* Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte-swizzled operand. */
 __device__ __forceinline__ uint32_t sw128(int row, int chunk)
 {
@@ -84,6 +100,17 @@ __device__ __forceinline__ void fence_async_smem()
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void wgmma_64x64x32(float (&d)[32], uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* D (+)= A B, A (64 keys x 32 bytes of k) from registers, B (32 x 64 heads) by descriptor. */
 __device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int acc)
 {
@@ -109,147 +136,258 @@ template <int N> __device__ __forceinline__ void reg_fence(uint32_t (&d)[N])
 		asm volatile("" : "+r"(d[i])::"memory");
 }
 
-/* The A registers of one tile: k-step s uses a[4s .. 4s + 3] = (key g, k 4c..4c+3),
- * (key g + 8, same k), (key g, k 16 + 4c..), (key g + 8, same k). Lane (g, c) loads
- * word j (0 .. 7) of each of its two keys into a[4 (j / 2) + 2 (j % 2) + key]. */
-
-/* Key dim of k position p (0 .. 31) of k-step s: the inverse of the keys' placement.
- * FP8: lane c's words j = 2s + p / 16 are dims 16c + 4j (j < 4) or 64 + 16c + 4(j - 4),
- * read as 16-byte chunks c and c + 4 of the key. MXFP4: lane c holds the key's scale
- * group c (dims 32c .. 32c + 31, one 16-byte chunk of nibbles); nibble word s converts
- * to dims 32c + 8s + 0..3 (k 4c..) and + 4..7 (k 16 + 4c..). */
-template <bool MX> __device__ __forceinline__ int dim_of(int s, int p)
-{
-	const int half = p >> 4, c = (p & 15) >> 2, i = p & 3;
-	if (MX)
-		return 32 * c + 8 * s + 4 * half + i;
-	const int j = 2 * s + half;
-	return (j < 4 ? 16 * c + 4 * j : 64 + 16 * c + 4 * (j - 4)) + i;
-}
-
-/* Warp `warp`'s 16 keys of a page into its ring slot (lane: FP8 4 chunks, MXFP4 2, and
- * lanes 0 - 3 one of the scales), then a commit: one group per call, empty when `page`
- * is null, so that "all but the newest S - 2 groups done" always means "this tile's
- * copies done". FP8 rows: chunk ch of key r at ch ^ 4 (r & 1), so that the 8 lanes of a
- * 16-byte load phase (keys r, r + 1, chunks c or c + 4) hit 8 distinct bank groups. */
-template <bool MX>
-__device__ __forceinline__ void load_warp(const uint8_t *page, uint8_t *slot, int warp, int lane)
-{
-	if (page) {
-		const uint32_t d = (uint32_t)__cvta_generic_to_shared(slot);
-		const uint8_t *src = page + warp * kWarpKeys * key_bytes<MX>();
-		constexpr int nch = kWarpKeys * key_bytes<MX>() / 16; /* 16-byte chunks */
-#pragma unroll
-		for (int i = 0; i < nch / 32; i++) {
-			const int q = lane + 32 * i;
-			if (MX) {
-				cp16(d + 16 * q, src + 16 * q);
-			} else {
-				const int r = q >> 3, ch = q & 7;
-				cp16(d + r * 128 + ((ch ^ ((r & 1) << 2)) << 4), src + 16 * q);
-			}
-		}
-		if (lane < 4)
-			cp16(d + kWarpKeys * key_bytes<MX>() + 16 * lane,
-			     page + kTile * key_bytes<MX>() + warp * kWarpKeys * 4 + 16 * lane);
-	}
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/* The A registers of a tile from the warp's ring slot, and the scale of the key this
- * lane scores (key g for c = 0, key g + 8 for c = 1; the other lanes' is unused). */
-template <bool MX>
-__device__ __forceinline__ void read_tile(const uint8_t *slot, int g, int c, uint32_t (&a)[16],
-					  float *kscale)
-{
-	const uint32_t *scw = reinterpret_cast<const uint32_t *>(slot + kWarpKeys * key_bytes<MX>());
-#pragma unroll
-	for (int h = 0; h < 2; h++) { /* key g + 8h */
-		const int r = g + 8 * h;
-		if constexpr (MX) {
-			const uint4 w = *reinterpret_cast<const uint4 *>(slot + r * 64 + 16 * c);
-			const uint32_t sc = scw[r];
-			const uint32_t m = idx_mx_max_scale(sc);
-			uint32_t lo, hi;
-			idx_mx_lut((int)((sc >> (8 * c)) & 255u) - (int)m, &lo, &hi);
-			const uint32_t x[4] = { w.x, w.y, w.z, w.w };
-#pragma unroll
-			for (int s = 0; s < 4; s++)
-				idx_mx_eight(x[s], lo, hi, &a[4 * s + h], &a[4 * s + 2 + h]);
-			if (c == h)
-				*kscale = idx_mx_key_scale(m);
-		} else {
-			const int sw = (r & 1) << 2;
-			const uint4 u = *reinterpret_cast<const uint4 *>(slot + r * 128 + ((c ^ sw) << 4));
-			const uint4 v = *reinterpret_cast<const uint4 *>(slot + r * 128 + (((c + 4) ^ sw) << 4));
-			const uint32_t x[8] = { u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w };
-#pragma unroll
-			for (int j = 0; j < 8; j++)
-				a[4 * (j >> 1) + 2 * (j & 1) + h] = x[j];
-			if (c == h)
-				*kscale = __uint_as_float(scw[r]);
-		}
-	}
-}
-
 template <int N> __device__ __forceinline__ void wait_groups()
 {
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* CTA x of a request's grid takes tiles x, x + G, x + 2G, ...; each warp keeps S - 1 of
- * its shares in flight ahead of the one being scored, and reads each page-table entry
- * one tile ahead of the copy that needs it. */
-template <int S, bool MX>
-__global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_args a)
+/* The dynamic shared memory, aligned to 1 KiB (the swizzle's atoms). */
+template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
+{
+	return *reinterpret_cast<T *>(
+		raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(raw) & 1023)) & 1023));
+}
+
+/* The row's scan header: its limit, or -1 where this CTA has nothing to score. */
+__device__ __forceinline__ int scan_limit(const idx_wg_args &a, int req, int row)
+{
+	if (a.req_rows[req + 1] - row < 1)
+		return -1;
+	int L = a.row_limit[row];
+	L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
+	if (L <= a.topk)
+		return -1; /* not scored: the filter writes 0 .. L-1 */
+	return (int)blockIdx.x * kTile < L ? L : -1;
+}
+
+/* The row's histogram into the global one, after every tile (the scan's tail). */
+__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h)
+{
+	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
+	__syncthreads();
+	if (threadIdx.x == 0)
+		idx_trace(a.trace, IDX_T_SCAN1);
+	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
+	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
+		const uint32_t v = h[i];
+		if (v)
+			atomicAdd(&gh[i], v);
+	}
+	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
+	wait_groups<0>(); /* the trailing empty groups */
+}
+
+/* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
+
+/* One page's 64 keys and scales into ring slot `slot` (every thread 4 + (tid < 16)
+ * copies), then a commit: one group per call, empty when `page` is null, so that "all
+ * but the newest S - 2 groups done" always means "this tile's copies done". Rows tid / 8
+ * + 16 i, chunk tid % 8: 16 rows on, both the swizzled place and the source move by 2 KiB
+ * (the row's place in its 8-row atom stays). */
+template <int S>
+__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int slot)
+{
+	const int tid = threadIdx.x;
+	if (page) {
+		const int r0 = tid >> 3, ch = tid & 7;
+		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]) + sw128(r0, ch);
+		const uint8_t *src = page + r0 * kRowB + ch * 16;
+#pragma unroll
+		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++)
+			cp16(b + 2048 * i, src + 2048 * i);
+		if (tid < kTile * 4 / 16)
+			cp16((uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4]),
+			     page + kTileBytes + tid * 16);
+	}
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* S - 1 tiles in flight ahead of the one being scored. */
+template <int S>
+__global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ uint8_t smem_raw[];
+	SsSmem<S> &sm = smem_at<SsSmem<S>>(smem_raw);
+	const int req = blockIdx.y, tid = threadIdx.x, row = a.req_rows[req];
+	const int L = scan_limit(a, req, row);
+	if (L < 0)
+		return;
+	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x, x = (int)blockIdx.x;
+	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCAN0);
+	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
+	auto pt_at = [&](int i) { return i < n ? __ldg(pt + x + (size_t)i * G) : 0; };
+	auto page_of = [&](int i, int p) { /* tile i's page (index p), or null */
+		return i < n ? a.pages + (size_t)p * kFp8Page : nullptr;
+	};
+
+#pragma unroll
+	for (int i = 0; i < S - 1; i++)
+		ss_load<S>(page_of(i, pt_at(i)), sm, i);
+	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
+	{ /* the query (16-byte aligned: the dispatcher checks), the weights, the histogram */
+		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
+#pragma unroll
+		for (int i = 0; i < kHeads * kRowB / 16 / kWgThreads; i++) {
+			const int c = tid + i * kWgThreads, h = c >> 3, ch = c & 7;
+			*reinterpret_cast<uint4 *>(sm.a + sw128(h, ch)) =
+				__ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16));
+		}
+		if (tid < kHeads)
+			sm.w[tid] = a.w[(size_t)row * kHeads + tid];
+		for (int i = tid; i < IDX_BINS; i += kWgThreads)
+			sm.hist[i] = 0;
+		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
+	}
+	const uint64_t da = wg_desc((uint32_t)__cvta_generic_to_shared(sm.a));
+	const uint64_t db0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
+	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+	float *scores = a.scores + (size_t)row * a.sstride;
+
+	for (int i = 0; i < n; i++) {
+		const int slot = i % S, t = x + i * G;
+		wait_groups<S - 2>(); /* this thread's copies of tile i */
+		fence_async_smem();   /* ... before the MMA reads them */
+		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
+		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
+		pnext = pt_at(i + S);
+
+		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
+			      * first MMA of a tile; the previous tile's reads of d are fenced
+			      * before wgmma.fence, as the PTX rules ask */
+		const uint64_t db = db0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
+		reg_fence(d);
+		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+		for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
+			wgmma_64x64x32(d, da + (uint64_t)(2 * k), db + (uint64_t)(2 * k), k);
+		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+		reg_fence(d);
+
+		/* d[4j + e]: head 16 warp + g, key 8j + 2c + e; d[4j + 2 + e]: head + 8 */
+		const float wlo = sm.w[16 * warp + g], whi = sm.w[16 * warp + g + 8];
+		float v[16];
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+#pragma unroll
+			for (int e = 0; e < 2; e++)
+				v[2 * j + e] = fmaf(whi, fmaxf(d[4 * j + 2 + e], 0.0f),
+						    wlo * fmaxf(d[4 * j + e], 0.0f));
+		/* over the 8 lanes of a key column: lane (g, c) ends with keys 8g + 2c + {0, 1} */
+		float u[2];
+		idx_reduce_scatter8<16>(v, u, g);
+		float *red = sm.red[warp];
+		*reinterpret_cast<float2 *>(&red[8 * g + 2 * c]) = make_float2(u[0], u[1]);
+		__syncthreads();
+		if (tid < kTile) {
+			const int key = t * kTile + tid;
+			float (*r)[kTile] = sm.red;
+			float s = ((r[0][tid] + r[1][tid]) + r[2][tid]) + r[3][tid];
+			s *= sm.ks[slot][tid];
+			if (key < L) {
+				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
+				scores[key] = s;
+				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
+			}
+		}
+		/* no barrier here: the next tile's first one frees this slot and red */
+	}
+	flush_hist(a, row, sm.hist);
+#endif
+}
+
+/* ---- MXFP4 keys: scan_rs_kernel ------------------------------------------------------- */
+
+/* Key dim of k position p (0 .. 31) of k-step s, as the query is staged: lane c's nibble
+ * word s of its scale group converts to dims 32c + 8s + 0..3 (k 4c .. 4c + 3) and + 4..7
+ * (k 16 + 4c ..). */
+__device__ __forceinline__ int rs_dim(int s, int p)
+{
+	return 32 * ((p & 15) >> 2) + 8 * s + 4 * (p >> 4) + (p & 3);
+}
+
+/* Warp `warp`'s 16 keys of a page into its ring slot (lane: 2 chunks, and lanes 0 - 3
+ * one of the scales), then a commit, as ss_load. */
+__device__ __forceinline__ void rs_load(const uint8_t *page, uint8_t *slot, int warp, int lane)
+{
+	if (page) {
+		const uint32_t d = (uint32_t)__cvta_generic_to_shared(slot);
+		const uint8_t *src = page + warp * kWarpKeys * kMxKey;
+#pragma unroll
+		for (int i = 0; i < kWarpKeys * kMxKey / 16 / 32; i++)
+			cp16(d + 16 * (lane + 32 * i), src + 16 * (lane + 32 * i));
+		if (lane < 4)
+			cp16(d + kWarpKeys * kMxKey + 16 * lane,
+			     page + kTile * kMxKey + warp * kWarpKeys * 4 + 16 * lane);
+	}
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* The A registers of a tile from the warp's ring slot, as e4m3: k-step s uses a[4s ..
+ * 4s + 3] = (key g, k 4c..4c+3), (key g + 8, same k), (key g, k 16 + 4c..), (key g + 8,
+ * same k). And the scale of the key this lane scores (key g for c = 0, key g + 8 for c =
+ * 1; the other lanes' is unused). A phase of 8 lanes reads keys r, r + 1 (128 bytes):
+ * no bank conflicts. */
+__device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint32_t (&a)[16],
+					float *kscale)
+{
+	const uint32_t *scw = reinterpret_cast<const uint32_t *>(slot + kWarpKeys * kMxKey);
+#pragma unroll
+	for (int h = 0; h < 2; h++) { /* key g + 8h */
+		const int r = g + 8 * h;
+		const uint4 w = *reinterpret_cast<const uint4 *>(slot + r * kMxKey + 16 * c);
+		const uint32_t sc = scw[r];
+		const uint32_t m = idx_mx_max_scale(sc);
+		uint32_t lo, hi;
+		idx_mx_lut((int)((sc >> (8 * c)) & 255u) - (int)m, &lo, &hi);
+		const uint32_t x[4] = { w.x, w.y, w.z, w.w };
+#pragma unroll
+		for (int s = 0; s < 4; s++)
+			idx_mx_eight(x[s], lo, hi, &a[4 * s + h], &a[4 * s + 2 + h]);
+		if (c == h)
+			*kscale = idx_mx_key_scale(m);
+	}
+}
+
+/* Each warp keeps S - 1 of its shares in flight ahead of the one being scored. */
+template <int S>
+__global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3, "a tile in flight beyond the next one");
 	extern __shared__ uint8_t smem_raw[];
-	Smem<S, MX> &sm = *reinterpret_cast<Smem<S, MX> *>(
-		smem_raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(smem_raw) & 1023)) & 1023));
-	const int req = blockIdx.y, tid = threadIdx.x;
-	const int row = a.req_rows[req];
-	if (a.req_rows[req + 1] - row < 1)
+	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
+	const int req = blockIdx.y, tid = threadIdx.x, row = a.req_rows[req];
+	const int L = scan_limit(a, req, row);
+	if (L < 0)
 		return;
-	int L = a.row_limit[row];
-	L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
-	if (L <= a.topk)
-		return; /* not scored: the filter writes 0 .. L-1 */
 	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x, x = (int)blockIdx.x;
-	if (x >= tiles)
-		return;
 	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCAN0);
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	/* The page-table entries of this CTA's tiles, 32 at a time: lane j holds tile 32b + j
-	 * of chunk b in pc (the chunk in use) and of chunk b + 1 in pn (read 32 tiles ahead
-	 * of its first use, so no copy waits for it). */
 	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
-	auto pt_chunk = [&](int b) {
-		const int i = 32 * b + lane;
-		return i < n ? __ldg(pt + x + (size_t)i * G) : 0;
+	auto pt_at = [&](int i) { return i < n ? __ldg(pt + x + (size_t)i * G) : 0; };
+	auto page_of = [&](int i, int p) { /* tile i's page (index p), or null */
+		return i < n ? a.pages + (size_t)p * kMxPage : nullptr;
 	};
-	int pc = pt_chunk(0), pn = pt_chunk(1);
-	auto page_of = [&](int i) { /* tile i's page (i in pc's chunk), or null */
-		const int p = __shfl_sync(0xffffffffu, pc, i & 31);
-		return i < n ? a.pages + (size_t)p * page_bytes<MX>() : nullptr;
-	};
-	uint8_t(*ring)[warp_bytes<MX>()] = sm.ring[warp];
+	uint8_t(*ring)[kMxWarpBytes] = sm.ring[warp];
 
-	static_assert(S <= 32, "the prologue's tiles sit in chunk 0");
 #pragma unroll
 	for (int i = 0; i < S - 1; i++)
-		load_warp<MX>(page_of(i), ring[i], warp, lane);
+		rs_load(page_of(i, pt_at(i)), ring[i], warp, lane);
+	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
 	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
 	   * the keys' dim order; the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
 		for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
 			const int h = i >> 5, kk = 4 * (i & 31); /* head, k position (0 .. 127) */
-			const int s = kk >> 5, p = kk & 31;
 			*reinterpret_cast<uint32_t *>(sm.q + sw128(h, kk >> 4) + (kk & 15)) =
-				__ldg(reinterpret_cast<const uint32_t *>(q + h * kRowB + dim_of<MX>(s, p)));
+				__ldg(reinterpret_cast<const uint32_t *>(q + h * kRowB +
+									 rs_dim(kk >> 5, kk & 31)));
 		}
 		for (int i = tid; i < IDX_BINS; i += kWgThreads)
 			sm.hist[i] = 0;
@@ -270,7 +408,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 	float ks0 = 0.0f, ks1 = 0.0f;
 	wait_groups<S - 2>(); /* tile 0 */
 	__syncwarp();
-	read_tile<MX>(ring[0], g, c, a0, &ks0);
+	rs_read(ring[0], g, c, a0, &ks0);
 	/* Tile i: its MMA from acur, while tile i + 1 is read into anext and tile i + S - 1
 	 * (this warp's share) is copied into the slot tile i - 1 left. */
 	auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur, float *knext) {
@@ -286,15 +424,12 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		/* tile i + S - 1 into tile i - 1's slot: every lane read that before the last
 		 * step's __syncwarp */
 		const int t = i + S - 1;
-		if ((t & 31) == 0) { /* the next chunk of page-table entries */
-			pc = pn;
-			pn = pt_chunk((t >> 5) + 1);
-		}
-		load_warp<MX>(page_of(t), ring[t % S], warp, lane);
+		rs_load(page_of(t, pnext), ring[t % S], warp, lane);
+		pnext = pt_at(t + 1);
 		wait_groups<S - 2>(); /* this lane's copies of tile i + 1 */
 		__syncwarp();         /* ... and everyone's */
 		if (i + 1 < n)
-			read_tile<MX>(ring[(i + 1) % S], g, c, anext, knext);
+			rs_read(ring[(i + 1) % S], g, c, anext, knext);
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		reg_fence(d);
 		reg_fence(acur);
@@ -328,44 +463,37 @@ __global__ void __launch_bounds__(kWgThreads) scan_wgmma_kernel(const idx_wg_arg
 		if (i + 1 < n)
 			step(i + 1, a1, a0, ks1, &ks0);
 	}
-	idx_pdl_trigger(); /* the histogram flush below is short: let the filter launch */
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SCAN1);
-	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-	for (int i = tid; i < IDX_BINS; i += kWgThreads) {
-		const uint32_t v = sm.hist[i];
-		if (v)
-			atomicAdd(&gh[i], v);
-	}
-	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
-	wait_groups<0>(); /* the trailing empty groups */
+	flush_hist(a, row, sm.hist);
 #endif
 }
 
 } // namespace
 
-/* Each warp's ring depth: 4 (three tiles' shares in flight beyond the one being
- * scored; a power of two keeps the slot arithmetic cheap). */
-constexpr int kStages = 4;
+/* The rings' depths. FP8: 2 tiles (one in flight while one is scored; H200, 1M keys,
+ * cold L2: 24.4 us one row, 0.62 / 0.71 of the roofline at batch 8 / 32; 4 tiles 25.2
+ * us, 0.58 / 0.65: fewer CTAs fit). MXFP4: 4 per warp (three shares in flight beyond the
+ * one being scored; a power of two keeps the slot arithmetic cheap). */
+constexpr int kSsStages = 2;
+constexpr int kRsStages = 4;
 
-template <int S, bool MX> static int wg_prepare(void)
+template <typename K> static int wg_prepare(K kern, size_t smem)
 {
 	cudaFuncAttributes fa;
-	return cudaFuncGetAttributes(&fa, scan_wgmma_kernel<S, MX>) == cudaSuccess &&
-	       cudaFuncSetAttribute(scan_wgmma_kernel<S, MX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-				    (int)smem_bytes<S, MX>()) == cudaSuccess;
+	return cudaFuncGetAttributes(&fa, kern) == cudaSuccess &&
+	       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) ==
+		       cudaSuccess;
 }
 
-template <int S, bool MX>
-static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st)
+/* One wave: as many CTAs per request as the GPU holds at once, split over the requests. */
+template <typename K>
+static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
+		     cudaStream_t st)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
 	if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
 	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_wgmma_kernel<S, MX>,
-								kWgThreads, smem_bytes<S, MX>())) !=
+	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWgThreads, smem)) !=
 		    cudaSuccess)
 		return (int)e;
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
@@ -373,7 +501,7 @@ static int wg_launch(const idx_wg_args *a, int n_req, int max_limit, cudaStream_
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	dim3 grid((unsigned)gx, (unsigned)n_req);
-	scan_wgmma_kernel<S, MX><<<grid, kWgThreads, smem_bytes<S, MX>(), st>>>(*a);
+	kern<<<grid, kWgThreads, smem, st>>>(*a);
 	return (int)cudaGetLastError();
 }
 
@@ -385,8 +513,9 @@ extern "C" int idx_wgmma_ready(void)
 		ready = cudaGetDevice(&dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-			major == 9 && minor == 0 && wg_prepare<kStages, false>() &&
-			wg_prepare<kStages, true>();
+			major == 9 && minor == 0 &&
+			wg_prepare(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>()) &&
+			wg_prepare(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>());
 		if (!ready)
 			(void)cudaGetLastError(); /* "no kernel image" is not sticky: clear it */
 	}
@@ -398,6 +527,8 @@ extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, vo
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
 	cudaStream_t st = (cudaStream_t)stream;
-	return a->mx ? wg_launch<kStages, true>(a, n_req, max_limit, st)
-		     : wg_launch<kStages, false>(a, n_req, max_limit, st);
+	return a->mx ? wg_launch(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>(), a, n_req,
+				 max_limit, st)
+		     : wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(), a, n_req,
+				 max_limit, st);
 }
