@@ -148,17 +148,46 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 		raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(raw) & 1023)) & 1023));
 }
 
-/* The row's scan header: its limit, or -1 where this CTA has nothing to score. */
-__device__ __forceinline__ int scan_limit(const idx_wg_args &a, int req, int row)
-{
-	if (a.req_rows[req + 1] - row < 1)
-		return -1;
-	int L = a.row_limit[row];
-	L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
-	if (L <= a.topk)
-		return -1; /* not scored: the filter writes 0 .. L-1 */
-	return (int)blockIdx.x * kTile < L ? L : -1;
-}
+/* What a scan CTA works on: request blockIdx.y's row, its limit L, and the tiles x, x +
+ * G, ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
+struct ScanCta {
+	int req, row, L, x, G, n;
+	const int32_t *pt;
+	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
+	__device__ __forceinline__ bool begin(const idx_wg_args &a)
+	{
+		req = (int)blockIdx.y;
+		row = a.req_rows[req];
+		if (a.req_rows[req + 1] - row < 1)
+			return false;
+		L = a.row_limit[row];
+		L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
+		if (L <= a.topk)
+			return false; /* not scored: the filter writes 0 .. L-1 */
+		const int tiles = (L + kTile - 1) / kTile;
+		G = (int)gridDim.x;
+		x = (int)blockIdx.x;
+		if (x >= tiles)
+			return false;
+		n = (tiles - x + G - 1) / G;
+		pt = a.page_table + (size_t)req * a.max_pages;
+		if (threadIdx.x == 0)
+			idx_trace(a.trace, IDX_T_SCAN0);
+		return true;
+	}
+	/* The page index of this CTA's tile i (0 past the end); read a tile ahead of its
+	 * copy, and made an address only there (page). */
+	__device__ __forceinline__ int pt_at(int i) const
+	{
+		return i < n ? __ldg(pt + x + (size_t)i * G) : 0;
+	}
+	/* Tile i's page (index p) of pages of `bytes`, or null past the end. */
+	__device__ __forceinline__ const uint8_t *page(const idx_wg_args &a, int i, int p,
+						      int bytes) const
+	{
+		return i < n ? a.pages + (size_t)p * bytes : nullptr;
+	}
+};
 
 /* The row's histogram into the global one, after every tile (the scan's tail). */
 __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h)
@@ -209,19 +238,12 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S> &sm = smem_at<SsSmem<S>>(smem_raw);
-	const int req = blockIdx.y, tid = threadIdx.x, row = a.req_rows[req];
-	const int L = scan_limit(a, req, row);
-	if (L < 0)
+	ScanCta cta;
+	if (!cta.begin(a))
 		return;
-	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x, x = (int)blockIdx.x;
-	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SCAN0);
-	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
-	auto pt_at = [&](int i) { return i < n ? __ldg(pt + x + (size_t)i * G) : 0; };
-	auto page_of = [&](int i, int p) { /* tile i's page (index p), or null */
-		return i < n ? a.pages + (size_t)p * kFp8Page : nullptr;
-	};
+	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
+	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
+	auto pt_at = [&](int i) { return cta.pt_at(i); };
 
 #pragma unroll
 	for (int i = 0; i < S - 1; i++)
@@ -247,7 +269,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	float *scores = a.scores + (size_t)row * a.sstride;
 
 	for (int i = 0; i < n; i++) {
-		const int slot = i % S, t = x + i * G;
+		const int slot = i % S, t = cta.x + i * cta.G;
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
@@ -360,20 +382,13 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 	static_assert(S >= 3, "a tile in flight beyond the next one");
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
-	const int req = blockIdx.y, tid = threadIdx.x, row = a.req_rows[req];
-	const int L = scan_limit(a, req, row);
-	if (L < 0)
+	ScanCta cta;
+	if (!cta.begin(a))
 		return;
-	const int tiles = (L + kTile - 1) / kTile, G = (int)gridDim.x, x = (int)blockIdx.x;
-	const int n = (tiles - x + G - 1) / G; /* this CTA's tiles */
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SCAN0);
+	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	const int32_t *pt = a.page_table + (size_t)req * a.max_pages;
-	auto pt_at = [&](int i) { return i < n ? __ldg(pt + x + (size_t)i * G) : 0; };
-	auto page_of = [&](int i, int p) { /* tile i's page (index p), or null */
-		return i < n ? a.pages + (size_t)p * kMxPage : nullptr;
-	};
+	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kMxPage); };
+	auto pt_at = [&](int i) { return cta.pt_at(i); };
 	uint8_t(*ring)[kMxWarpBytes] = sm.ring[warp];
 
 #pragma unroll
@@ -450,7 +465,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 		s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
 		s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
 		s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
-		const int key = (x + i * G) * kTile + mykey;
+		const int key = (cta.x + i * cta.G) * kTile + mykey;
 		if (c < 2 && key < L) {
 			float s = (c ? s1 : s0) * kcur;
 			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
