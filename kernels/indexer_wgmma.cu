@@ -73,6 +73,7 @@ template <typename T> constexpr size_t smem_of()
 {
 	return sizeof(T) + 1024; /* + alignment slack */
 }
+
 /* Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte-swizzled operand. */
 __device__ __forceinline__ uint32_t sw128(int row, int chunk)
 {
