@@ -774,6 +774,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	load_chunk(sc, start, L, s);
 	uint32_t bstar, above1;
 	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FCUT);
 	if (cut && bx == 0 && tid == 0)
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
 	if (cut) {
@@ -851,12 +853,16 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				s[u] = sn[u];
 		}
 		__syncthreads();
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_FLOOP);
 		uint32_t *gh2 = a.hist2 + (size_t)row * IDX_BINS2;
 		for (int i = tid; i < IDX_BINS2; i += kFThreads) {
 			uint32_t v = sm.u.h2[i];
 			if (v)
 				atomicAdd(&gh2[i], v);
 		}
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_FH2);
 	}
 	if (!FUSE) {
 		if (tid == 0)
@@ -1018,28 +1024,34 @@ static unsigned long long *trace_begin(cudaStream_t st)
 	static unsigned long long *buf = nullptr;
 	static int on = -1;
 	if (on < 0)
-		on = getenv("STRATA_IDX_TRACE") && cudaMalloc(&buf, 8 * IDX_TRACE_N) == cudaSuccess;
+		on = getenv("STRATA_IDX_TRACE") && cudaMalloc(&buf, 8 * 2 * IDX_TRACE_N) == cudaSuccess;
 	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
 	if (!on || cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
 		return nullptr;
-	cudaMemsetAsync(buf, 0xff, 8 * IDX_T_SCAN1, st); /* min slots */
-	cudaMemsetAsync(buf + IDX_T_SCAN1, 0, 8 * (IDX_TRACE_N - IDX_T_SCAN1), st);
+	static unsigned long long init[2 * IDX_TRACE_N]; /* min slots ~0, max slots 0 */
+	for (int i = 0; i < IDX_TRACE_N; i++)
+		init[2 * i] = ~0ull;
+	cudaMemcpyAsync(buf, init, sizeof init, cudaMemcpyHostToDevice, st);
 	return buf;
 }
 
 static void trace_end(cudaStream_t st, const unsigned long long *buf)
 {
-	unsigned long long t[IDX_TRACE_N];
+	unsigned long long t[2 * IDX_TRACE_N];
 	if (cudaMemcpyAsync(t, buf, sizeof t, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
 	    cudaStreamSynchronize(st) != cudaSuccess)
 		return;
 	static const char *name[IDX_TRACE_N] = { "scan0", "filt0", "scan1", "filt1", "cut2",
 						 "class", "sort0", "sort1", "end", "sel0",
-						 "selld", "s_cnt", "s_scan", "s_scat", "scan2" };
-	fprintf(stderr, "idx-trace us:");
-	for (int i = 1; i < IDX_TRACE_N; i++)
-		fprintf(stderr, " %s %.2f", name[i],
-			t[i] && t[i] != ~0ull ? (double)(long long)(t[i] - t[0]) / 1e3 : -1.0);
+						 "selld", "s_cnt", "s_scan", "s_scat", "scan2",
+						 "fcut", "floop", "fh2" };
+	auto us = [&](unsigned long long v) {
+		return v && v != ~0ull ? (double)(long long)(v - t[0]) / 1e3 : -1.0;
+	};
+	fprintf(stderr, "idx-trace us (first/last CTA):");
+	for (int i = 0; i < IDX_TRACE_N; i++)
+		if (t[2 * i + 1])
+			fprintf(stderr, " %s %.2f/%.2f", name[i], us(t[2 * i]), us(t[2 * i + 1]));
 	fprintf(stderr, "\n");
 }
 

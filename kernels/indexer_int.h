@@ -84,14 +84,17 @@ typedef struct idx_wg_args {
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
- * %globaltimer ns at these points, the first two folded by min, the rest by max. */
+ * %globaltimer ns at these points, each kept twice: the earliest CTA's (slot 2 at) and
+ * the latest's (slot 2 at + 1). */
 enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLASS,
        IDX_T_SORT0, IDX_T_SORT1, IDX_T_END,
        /* inside the select: its start (after the done counter and fence), its list
 	* reads used; inside the sort: counted, scanned, scattered */
        IDX_T_SEL0, IDX_T_SELLD, IDX_T_SCNT, IDX_T_SSCAN, IDX_T_SSCAT,
        /* a scan CTA's histogram flush performed (traced calls fence it) */
-       IDX_T_SCAN2, IDX_TRACE_N };
+       IDX_T_SCAN2,
+       /* inside a filter CTA: its cut found, its chunks classified, its bins flushed */
+       IDX_T_FCUT, IDX_T_FLOOP, IDX_T_FH2, IDX_TRACE_N };
 
 #ifdef STRATA_HAVE_CUDA
 #ifdef __cplusplus
@@ -315,10 +318,8 @@ __device__ __forceinline__ void idx_trace(unsigned long long *t, int at)
 		return;
 	unsigned long long ns;
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-	if (at < IDX_T_SCAN1)
-		atomicMin(t + at, ns);
-	else
-		atomicMax(t + at, ns);
+	atomicMin(t + 2 * at, ns);
+	atomicMax(t + 2 * at + 1, ns);
 }
 /* idx_trace once this CTA's earlier writes and atomics are performed (a fence, then a
  * barrier: every thread of the CTA calls it); nothing, not even the fence, untraced. */
