@@ -603,43 +603,6 @@ __device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
 	find_cut_of<NB>(cnt, need, tmp, bin, above_out);
 }
 
-/* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
-__device__ __forceinline__ float ord16_value(uint32_t o)
-{
-	unsigned short u = (o & 0x8000u) ? (unsigned short)(o & 0x7fffu) : (unsigned short)(~o & 0xffffu);
-	return __half2float(__ushort_as_half(u));
-}
-
-/* Second level inside bucket b: ordered score bits relative to a lower bound of the
- * bucket, shifted so the bucket's span fits IDX_BINS2 bins. Clamping keeps sub_of
- * monotone even if a bound were off, so the bounds only matter for speed. */
-__device__ __forceinline__ void sub_bounds(uint32_t b, uint32_t *base, int *shift)
-{
-	uint32_t lo = 0, hi = 0xffffffffu;
-	if (b > 0) {
-		float f = ord16_value((b << 5) - 1); /* the fp16 value just below the bucket */
-		if (!isnan(f))
-			lo = idx_ord32(f);
-	}
-	if (b + 1 < IDX_BINS) {
-		float f = ord16_value((b + 1) << 5); /* the fp16 value just above it */
-		if (!isnan(f))
-			hi = idx_ord32(f);
-	}
-	uint32_t span = hi > lo ? hi - lo : 0xffffffffu;
-	int bits = 32 - __clz((int)span);
-	*base = lo;
-	*shift = bits > 12 ? bits - 12 : 0;
-}
-
-__device__ __forceinline__ uint32_t sub_of(uint32_t o32, uint32_t base, int shift)
-{
-	if (o32 <= base)
-		return 0;
-	uint32_t v = (o32 - base) >> shift;
-	return v < IDX_BINS2 - 1 ? v : IDX_BINS2 - 1;
-}
-
 __device__ __forceinline__ int32_t id_of(unsigned long long key)
 {
 	return (int32_t)(0xffffffffu - (uint32_t)key);
@@ -890,14 +853,18 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 }
 
-/* grid n_rows (the phases benchmark aid's separate select). */
+/* grid n_rows: the select after a fused scan (its programmatic dependent: the scan's
+ * tail filed the lists) or after the filter (the phases benchmark aid). */
 __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
+	idx_pdl_wait();
 	const int row = blockIdx.x;
 	const int L = row_lim(a, row);
 	if (L <= a.topk) {
+		if (threadIdx.x == 0)
+			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
 		write_trivial(a, row, L, false);
 		return;
 	}
@@ -1124,14 +1091,37 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		cudaEventRecord(ev[1], st);
 	}
 	const bool scored = p->max_limit > p->topk && p->n_req > 0;
+	int fused = 0; /* the scan's tail filed the lists: the select kernel follows */
 	if (scored) {
 		cudaError_t e;
 		if (strata_k_indexer_wgmma(dev, p)) { /* FP8 tensor cores (indexer_wgmma.cu) */
-			const idx_wg_args w = { p->q8, p->pages, p->w, p->req_rows, p->row_limit,
-						p->page_table, a.scores, a.hist, a.sstride,
-						p->max_pages, a.lim_cap, p->topk, a.trace,
-						p->fmt == STRATA_INDEX_MXFP4 };
-			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st);
+			idx_wg_args w;
+			memset(&w, 0, sizeof w);
+			w.q8 = p->q8;
+			w.pages = p->pages;
+			w.w = p->w;
+			w.req_rows = p->req_rows;
+			w.row_limit = p->row_limit;
+			w.page_table = p->page_table;
+			w.scores = a.scores;
+			w.hist = a.hist;
+			w.sstride = a.sstride;
+			w.max_pages = p->max_pages;
+			w.lim_cap = a.lim_cap;
+			w.topk = p->topk;
+			w.trace = a.trace;
+			w.mx = p->fmt == STRATA_INDEX_MXFP4;
+			/* the fused tail where no staging CTAs ride on the filter launch and no
+			 * per-phase events are asked for */
+			w.fused = !ev && !p->stage;
+			w.count = a.count;
+			w.hist2 = a.hist2;
+			w.sel = a.sel;
+			w.cand = a.cand;
+			w.cap = a.cap;
+			w.cut_out = a.cut_out;
+			w.cut_epoch = a.cut_epoch;
+			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st, &fused);
 		} else {
 			e = p->fmt == STRATA_INDEX_MXFP4
 				? launch_scan_fmt<STRATA_INDEX_MXFP4>(a, p->max_rows, p->n_req,
@@ -1184,6 +1174,15 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		cfg.numAttrs = pdl ? 1 : 0;
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
+	if (fused) {
+		if (!launch(select_kernel, dim3((unsigned)p->n_rows), !p->after_scan)) {
+			err = strata_dev_check(dev, "indexer: select launch");
+			return err ? err : STRATA_E_CUDA;
+		}
+		if (a.trace)
+			trace_end(st, a.trace);
+		return strata_dev_check(dev, "indexer: select");
+	}
 	if (!ev) {
 		/* filter with the row's select fused into its last CTA. (The select as the
 		 * filter's own programmatic dependent measured no faster on the H200: its

@@ -81,6 +81,12 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
+	/* the fused tail (indexer_wgmma.cu scan_tail): asked for; the filter's outputs */
+	int fused;
+	uint32_t *count, *hist2;
+	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
+	size_t cap;
+	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
@@ -93,7 +99,8 @@ enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLA
        IDX_T_SEL0, IDX_T_SELLD, IDX_T_SCNT, IDX_T_SSCAN, IDX_T_SSCAT,
        /* a scan CTA's histogram flush performed (traced calls fence it) */
        IDX_T_SCAN2,
-       /* inside a filter CTA: its cut found, its chunks classified, its bins flushed */
+       /* inside a filter CTA (or a fused scan's tail): its cut found, its chunks
+	* classified, its bins flushed */
        IDX_T_FCUT, IDX_T_FLOOP, IDX_T_FH2, IDX_TRACE_N };
 
 #ifdef STRATA_HAVE_CUDA
@@ -102,8 +109,9 @@ extern "C" {
 #endif
 /* 1 when the sm_90a kernel runs on the current device (a compute capability 9.0 GPU). */
 int idx_wgmma_ready(void);
-/* Launches the scan on stream (a cudaStream_t); returns a cudaError_t. */
-int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream);
+/* Launches the scan on stream (a cudaStream_t); returns a cudaError_t. *fused: whether
+ * the launch runs the fused tail (a->fused asked for it; the select kernel follows). */
+int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream, int *fused);
 #ifdef __cplusplus
 }
 #endif
@@ -353,6 +361,45 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_BINS2 4096        /* second-level bins inside the threshold bucket */
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
 #define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done */
+
+#ifdef __CUDACC__
+/* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
+__device__ __forceinline__ float ord16_value(uint32_t o)
+{
+	unsigned short u = (o & 0x8000u) ? (unsigned short)(o & 0x7fffu) : (unsigned short)(~o & 0xffffu);
+	return __half2float(__ushort_as_half(u));
+}
+
+/* Second level inside bucket b: ordered score bits relative to a lower bound of the
+ * bucket, shifted so the bucket's span fits IDX_BINS2 bins. Clamping keeps sub_of
+ * monotone even if a bound were off, so the bounds only matter for speed. */
+__device__ __forceinline__ void sub_bounds(uint32_t b, uint32_t *base, int *shift)
+{
+	uint32_t lo = 0, hi = 0xffffffffu;
+	if (b > 0) {
+		float f = ord16_value((b << 5) - 1); /* the fp16 value just below the bucket */
+		if (!isnan(f))
+			lo = idx_ord32(f);
+	}
+	if (b + 1 < IDX_BINS) {
+		float f = ord16_value((b + 1) << 5); /* the fp16 value just above it */
+		if (!isnan(f))
+			hi = idx_ord32(f);
+	}
+	uint32_t span = hi > lo ? hi - lo : 0xffffffffu;
+	int bits = 32 - __clz((int)span);
+	*base = lo;
+	*shift = bits > 12 ? bits - 12 : 0;
+}
+
+__device__ __forceinline__ uint32_t sub_of(uint32_t o32, uint32_t base, int shift)
+{
+	if (o32 <= base)
+		return 0;
+	uint32_t v = (o32 - base) >> shift;
+	return v < IDX_BINS2 - 1 ? v : IDX_BINS2 - 1;
+}
+#endif
 
 typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */

@@ -54,6 +54,12 @@ constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][6
 constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
 constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibbles, scales */
 
+/* The fused tail's (scan_tail) shared words. */
+struct TailSmem {
+	uint32_t wsum[4]; /* the warps' sums of a block scan */
+	int bin;          /* the row's threshold bucket b* */
+};
+
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
 template <int S> struct SsSmem {
 	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
@@ -62,12 +68,14 @@ template <int S> struct SsSmem {
 	float w[kHeads];
 	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
+	TailSmem tail;
 };
 /* MXFP4: the query (B) and each warp's ring of raw shares. */
 template <int S> struct RsSmem {
 	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
 	uint8_t ring[4][S][kMxWarpBytes];
 	uint32_t hist[IDX_BINS];
+	TailSmem tail;
 };
 template <typename T> constexpr size_t smem_of()
 {
@@ -207,6 +215,147 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 	wait_groups<0>(); /* the trailing empty groups */
 }
 
+/* ---- the fused tail: the filter's work in the scan's CTAs -------------------------------
+ * With idx_wg_args.fused (the launch is cooperative, so every CTA of the grid is resident
+ * at once, and each CTA holds at most kHold * 128 scores), each CTA of a row, once its
+ * histogram is flushed: waits at a barrier of the row's CTAs (count slot 2), finds the
+ * threshold bucket b* in the row's histogram, and files its own scores as the filter
+ * kernel would: bucket > b* to the row's selected list, bucket b* to its candidate list
+ * and the second-level histogram. The select kernel (indexer.cu), launched as the scan's
+ * programmatic dependent, then selects each row and clears its counters. This removes
+ * the filter launch, its CTAs' start and the re-read of every score from the call's
+ * critical path. */
+constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
+
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
+/* Exclusive prefix sum of v over the CTA's 128 threads in thread order; ends with a
+ * barrier, so wsum is free again only after the caller's next one. */
+__device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4])
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	uint32_t incl = v;
+#pragma unroll
+	for (int o = 1; o < 32; o <<= 1) {
+		const uint32_t t = __shfl_up_sync(0xffffffffu, incl, o);
+		if (lane >= o)
+			incl += t;
+	}
+	if (lane == 31)
+		wsum[warp] = incl;
+	__syncthreads();
+	uint32_t off = 0;
+#pragma unroll
+	for (int w = 0; w < 3; w++)
+		off += w < warp ? wsum[w] : 0u;
+	return off + incl - v;
+}
+
+/* Appends the warp's entries flagged in m (this lane's at bit lane) to a list at
+ * counter *ctr; returns this lane's place (meaningful where its bit is set). */
+__device__ __forceinline__ uint32_t warp_append(uint32_t *ctr, unsigned m, int lane)
+{
+	const int leader = __ffs(m) - 1;
+	uint32_t at = 0;
+	if (lane == leader)
+		at = atomicAdd(ctr, (uint32_t)__popc(m));
+	return __shfl_sync(0xffffffffu, at, leader) + (uint32_t)__popc(m & ((1u << lane) - 1u));
+}
+
+__device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
+{
+	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
+	const uint32_t k = (uint32_t)a.topk;
+	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
+	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
+	/* its own scores (written before the flush's barrier), in flight across the grid's */
+	float s[kHold];
+#pragma unroll
+	for (int u = 0; u < kHold; u++) {
+		const int e = tid + u * kWgThreads, j = key_of(e);
+		s[u] = e < mine && j < L ? sc[j] : 0.0f;
+	}
+	if (tid == 0)
+		ts.bin = -1;
+	__syncthreads(); /* every thread's histogram adds issued */
+	if (tid == 0) {
+		const int tiles = (L + kTile - 1) / kTile;
+		const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
+		__threadfence(); /* the CTA's adds (cumulative through the barrier) before "arrived" */
+		atomicAdd(cnt + 2, 1u);
+		while (ld_acquire(cnt + 2) < want)
+			;
+	}
+	__syncthreads();
+	/* b*: thread t sums bins 16 (127 - t) .. + 15, so thread order runs from the top */
+	const int grp = kWgThreads - 1 - tid;
+	uint32_t h[IDX_BINS / kWgThreads], sum = 0;
+#pragma unroll
+	for (int b = 0; b < IDX_BINS / kWgThreads; b++) {
+		h[b] = __ldcg(a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads) + b);
+		sum += h[b];
+	}
+	uint32_t acc = excl_scan128(sum, ts.wsum);
+#pragma unroll
+	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
+		if (acc < k && acc + h[b] >= k)
+			ts.bin = grp * (IDX_BINS / kWgThreads) + b;
+		acc += h[b];
+	}
+	__syncthreads();
+	const int bs = ts.bin;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FCUT);
+	if (bs < 0)
+		return; /* cannot happen (L > k scores counted); the select finds none either */
+	const uint32_t bstar = (uint32_t)bs;
+	if (cta.x == 0 && tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
+		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
+			a.cut_epoch << 12 | (unsigned long long)bstar;
+	uint32_t base;
+	int shift;
+	sub_bounds(bstar, &base, &shift);
+	unsigned long long *sel = a.sel + (size_t)row * k, *cand = a.cand + (size_t)row * a.cap;
+	uint32_t *h2 = a.hist2 + (size_t)row * IDX_BINS2;
+	auto file = [&](float v, int e) { /* every lane of the warp calls it */
+		const int j = key_of(e);
+		const bool in = e < mine && j < L;
+		const uint32_t b = in ? idx_bucket_dev(v) : 0u;
+		const unsigned ms = __ballot_sync(0xffffffffu, in && b > bstar);
+		const unsigned mc = __ballot_sync(0xffffffffu, in && b == bstar);
+		if (ms) {
+			const uint32_t at = warp_append(cnt + 0, ms, lane);
+			if ((ms >> lane & 1) && at < k) /* fewer than k lie above b* */
+				sel[at] = idx_key64(v, j);
+		}
+		if (mc) {
+			const uint32_t at = warp_append(cnt + 1, mc, lane);
+			if (mc >> lane & 1) {
+				const unsigned long long key = idx_key64(v, j);
+				if (at < a.cap)
+					cand[at] = key;
+				/* one add per sub-bin and warp (equal scores share one) */
+				const uint32_t sb = sub_of((uint32_t)(key >> 32), base, shift);
+				const unsigned same = __match_any_sync(mc, sb);
+				if (lane == __ffs(same) - 1)
+					atomicAdd(h2 + sb, (uint32_t)__popc(same));
+			}
+		}
+	};
+#pragma unroll
+	for (int u = 0; u < kHold; u++)
+		file(s[u], tid + u * kWgThreads);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FLOOP);
+}
+
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
 
 /* One page's 64 keys and scales into ring slot `slot` (every thread 4 + (tid < 16)
@@ -319,6 +468,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
 	flush_hist(a, row, sm.hist);
+	if (a.fused)
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
@@ -480,6 +631,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 			step(i + 1, a1, a0, ks1, &ks0);
 	}
 	flush_hist(a, row, sm.hist);
+	if (a.fused)
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
@@ -500,10 +653,13 @@ template <typename K> static int wg_prepare(K kern, size_t smem)
 		       cudaSuccess;
 }
 
-/* One wave: as many CTAs per request as the GPU holds at once, split over the requests. */
+/* One wave: as many CTAs per request as the GPU holds at once, split over the requests.
+ * With a->fused asked for, the tail runs where each CTA holds at most kHold * 128 scores
+ * (*fused says whether it does), and the launch is then cooperative: every CTA resident
+ * at once, or the launch fails. */
 template <typename K>
 static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-		     cudaStream_t st)
+		     cudaStream_t st, int *fused)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
@@ -516,9 +672,20 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
-	dim3 grid((unsigned)gx, (unsigned)n_req);
-	kern<<<grid, kWgThreads, smem, st>>>(*a);
-	return (int)cudaGetLastError();
+	idx_wg_args w = *a;
+	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads;
+	*fused = w.fused;
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute at[1];
+	cfg.gridDim = dim3((unsigned)gx, (unsigned)n_req);
+	cfg.blockDim = dim3(kWgThreads);
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = st;
+	at[0].id = cudaLaunchAttributeCooperative;
+	at[0].val.cooperative = 1;
+	cfg.attrs = at;
+	cfg.numAttrs = w.fused ? 1 : 0;
+	return (int)cudaLaunchKernelEx(&cfg, kern, w);
 }
 
 extern "C" int idx_wgmma_ready(void)
@@ -538,13 +705,15 @@ extern "C" int idx_wgmma_ready(void)
 	return ready;
 }
 
-extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream)
+extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream,
+			      int *fused)
 {
+	*fused = 0;
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
 	cudaStream_t st = (cudaStream_t)stream;
 	return a->mx ? wg_launch(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>(), a, n_req,
-				 max_limit, st)
+				 max_limit, st, fused)
 		     : wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(), a, n_req,
-				 max_limit, st);
+				 max_limit, st, fused);
 }
