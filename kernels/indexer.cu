@@ -1116,6 +1116,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.fused = !ev && !p->stage;
 			w.count = a.count;
 			w.hist2 = a.hist2;
+			w.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);
 			w.sel = a.sel;
 			w.cand = a.cand;
 			w.cap = a.cap;

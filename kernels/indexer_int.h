@@ -83,7 +83,7 @@ typedef struct idx_wg_args {
 	int mx;                    /* MXFP4 keys (else FP8) */
 	/* the fused tail (indexer_wgmma.cu scan_tail): asked for; the filter's outputs */
 	int fused;
-	uint32_t *count, *hist2;
+	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
@@ -360,7 +360,9 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_BINS 2048         /* first-pass histogram buckets (fp16 of the score) */
 #define IDX_BINS2 4096        /* second-level bins inside the threshold bucket */
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
-#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done */
+#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done
+			       * (a fused scan's CTAs arrived) */
+#define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
@@ -404,7 +406,7 @@ __device__ __forceinline__ uint32_t sub_of(uint32_t o32, uint32_t base, int shif
 typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */
 	size_t cand_cap;      /* candidates per row */
-	size_t off_hist, off_count, off_hist2, off_sel, off_cand, off_scores;
+	size_t off_hist, off_count, off_hist2, off_flag, off_sel, off_cand, off_scores;
 	size_t total;
 	size_t zero_bytes;    /* [0, zero_bytes): the counters, zero at rest (see below) */
 } idx_gpu_layout;
@@ -414,7 +416,7 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* The counters (hist, count, hist2) come first and are zero at rest: the caller zeroes
+/* The counters (hist, count, hist2, flag) come first and are zero at rest: the caller zeroes
  * the scratch once after allocating it, and each call leaves them zero again (the
  * row's last filter CTA, or the phases path's select, clears what its row used), so no
  * call needs a memset. The rest (selected ids, candidates, scores) is written before
@@ -428,7 +430,8 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->off_hist = 0;
 	l->off_count = idx_align(rows * IDX_BINS * 4);
 	l->off_hist2 = l->off_count + idx_align(rows * IDX_CNT * 4);
-	l->off_sel = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
+	l->off_flag = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
+	l->off_sel = l->off_flag + idx_align(rows * IDX_FLAGS * 4);
 	l->zero_bytes = l->off_sel;
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 8);
 	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);

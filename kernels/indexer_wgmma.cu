@@ -58,6 +58,7 @@ constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibble
 struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
 	int bin;          /* the row's threshold bucket b* */
+	int last;         /* this CTA arrived last at the row's barrier */
 };
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
@@ -227,10 +228,19 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
  * critical path. */
 constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
-__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p)
+/* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
+ * writes, and acquire of the earlier arrivals'); returns the count before it. */
+__device__ __forceinline__ uint32_t arrive(uint32_t *ctr)
+{
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(ctr) : "memory");
+	return old;
+}
+
+__device__ __forceinline__ uint32_t ld_relaxed(const uint32_t *p)
 {
 	uint32_t v;
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+	asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
 	return v;
 }
 
@@ -285,40 +295,56 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	if (tid == 0)
 		ts.bin = -1;
 	__syncthreads(); /* every thread's histogram adds issued */
-	if (tid == 0) {
-		const int tiles = (L + kTile - 1) / kTile;
-		const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
-		__threadfence(); /* the CTA's adds (cumulative through the barrier) before "arrived" */
-		atomicAdd(cnt + 2, 1u);
-		while (ld_acquire(cnt + 2) < want)
-			;
-	}
+	/* The row's barrier: the last CTA to arrive finds b* and hands it to every other
+	 * CTA of the row in that CTA's own flag word (one poller per word: no line is
+	 * polled by the whole grid while the arrivals land on it). */
+	const int tiles = (L + kTile - 1) / kTile;
+	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
+	uint32_t *flag = a.flag + (size_t)row * IDX_FLAGS;
+	if (tid == 0)
+		ts.last = arrive(cnt + 2) == want - 1;
 	__syncthreads();
-	/* b*: thread t sums bins 16 (127 - t) .. + 15, so thread order runs from the top */
-	const int grp = kWgThreads - 1 - tid;
-	uint32_t h[IDX_BINS / kWgThreads], sum = 0;
+	if (ts.last) { /* block-uniform */
+		const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
+		uint32_t h[IDX_BINS / kWgThreads], sum = 0;
 #pragma unroll
-	for (int b = 0; b < IDX_BINS / kWgThreads; b++) {
-		h[b] = __ldcg(a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads) + b);
-		sum += h[b];
-	}
-	uint32_t acc = excl_scan128(sum, ts.wsum);
+		for (int b = 0; b < IDX_BINS / kWgThreads; b++) {
+			h[b] = __ldcg(a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads) + b);
+			sum += h[b];
+		}
+		uint32_t acc = excl_scan128(sum, ts.wsum);
 #pragma unroll
-	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-		if (acc < k && acc + h[b] >= k)
-			ts.bin = grp * (IDX_BINS / kWgThreads) + b;
-		acc += h[b];
+		for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
+			if (acc < k && acc + h[b] >= k)
+				ts.bin = grp * (IDX_BINS / kWgThreads) + b;
+			acc += h[b];
+		}
+		__syncthreads();
+		/* b* + 1 (none found, which cannot happen with L > k scores counted: 0x800, so
+		 * that the pollers still go) */
+		const uint32_t word = ts.bin < 0 ? 0x800u : (uint32_t)ts.bin + 1u;
+		for (int x = tid; x < (int)want; x += kWgThreads)
+			if (x != cta.x)
+				*reinterpret_cast<volatile uint32_t *>(flag + x) = word;
+	} else {
+		if (tid == 0) {
+			uint32_t word;
+			while (!(word = ld_relaxed(flag + cta.x)))
+				;
+			flag[cta.x] = 0; /* zero at rest; nothing else reads or writes it */
+			ts.bin = word == 0x800u ? -1 : (int)word - 1;
+		}
+		__syncthreads();
 	}
-	__syncthreads();
 	const int bs = ts.bin;
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FCUT);
 	if (bs < 0)
 		return; /* cannot happen (L > k scores counted); the select finds none either */
-	const uint32_t bstar = (uint32_t)bs;
-	if (cta.x == 0 && tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
+	if (ts.last && tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
 		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
-			a.cut_epoch << 12 | (unsigned long long)bstar;
+			a.cut_epoch << 12 | (unsigned long long)bs;
+	const uint32_t bstar = (uint32_t)bs;
 	uint32_t base;
 	int shift;
 	sub_bounds(bstar, &base, &shift);
@@ -673,7 +699,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads;
+	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
