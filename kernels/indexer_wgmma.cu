@@ -39,7 +39,6 @@
 
 #include "kernels/indexer_int.h"
 
-#include <limits.h>
 #include <stdint.h>
 
 namespace {
@@ -62,11 +61,6 @@ struct TailSmem {
 	int last;         /* this CTA arrived last at the row's barrier */
 };
 
-constexpr int kHold = 4;   /* scores per thread in the fused tail (scan_tail): 512 a CTA */
-constexpr int kStatic = 4; /* FP8: the first tiles of a CTA, by its index (then a counter) */
-constexpr int kTq = 8;     /* FP8: the tile queue's length; a fused scan's tiles per CTA */
-static_assert(kTq * 64 <= kHold * 128, "a fused CTA's tiles' scores fit its tail");
-
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
 template <int S> struct SsSmem {
 	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
@@ -76,7 +70,6 @@ template <int S> struct SsSmem {
 	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
 	TailSmem tail;
-	int tq[kTq];                           /* the tile queue (tile i at i % kTq) */
 };
 /* MXFP4: the query (B) and each warp's ring of raw shares. */
 template <int S> struct RsSmem {
@@ -233,6 +226,7 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
  * programmatic dependent, then selects each row and clears its counters. This removes
  * the filter launch, its CTAs' start and the re-read of every score from the call's
  * critical path. */
+constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
 /* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
  * writes, and acquire of the earlier arrivals'); returns the count before it. */
@@ -283,19 +277,14 @@ __device__ __forceinline__ uint32_t warp_append(uint32_t *ctr, unsigned m, int l
 	return __shfl_sync(0xffffffffu, at, leader) + (uint32_t)__popc(m & ((1u << lane) - 1u));
 }
 
-/* n: the tiles this CTA scored (<= kHold * 128 / kTile), tile_of(i): the i-th. */
-template <typename TileOf>
-__device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, int n,
-			  TileOf tile_of)
+__device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
 {
 	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
 	const uint32_t k = (uint32_t)a.topk;
 	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	const int mine = n * kTile; /* this CTA's score slots (its last tile's may pass L) */
-	auto key_of = [&](int e) {
-		return e < mine ? tile_of(e >> 6) * kTile + (e & (kTile - 1)) : L;
-	};
+	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
+	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
 	/* its own scores (written before the flush's barrier), in flight across the grid's */
 	float s[kHold];
 #pragma unroll
@@ -326,11 +315,8 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		uint32_t acc = excl_scan128(sum, ts.wsum);
 #pragma unroll
 		for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-			if (acc < k && acc + h[b] >= k) {
+			if (acc < k && acc + h[b] >= k)
 				ts.bin = grp * (IDX_BINS / kWgThreads) + b;
-				cnt[3] = (uint32_t)ts.bin + 1u; /* for the select: no second look */
-				cnt[4] = acc;
-			}
 			acc += h[b];
 		}
 		__syncthreads();
@@ -426,36 +412,19 @@ template <int S>
 __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	static_assert(S == 2, "the tile queue below is written for one tile in flight");
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S> &sm = smem_at<SsSmem<S>>(smem_raw);
 	ScanCta cta;
 	if (!cta.begin(a))
 		return;
-	const int tid = threadIdx.x, row = cta.row, L = cta.L;
-	const int tiles = (L + kTile - 1) / kTile;
-	/* The CTA's tiles: its i-th is x + i G for i < kStatic (none past the row's end),
-	 * then from the row's tile counter (count slot 5), so that CTAs that ran fast take
-	 * the rest and the row's last tile ends about as early as the average one. Thread 0
-	 * takes tile i + 4 at step i and files it in the queue at step i + 1; every thread
-	 * reads it after step i + 2's barrier. A fused scan takes at most kTq (its tail
-	 * holds that many tiles' scores). */
-	const int cap = a.fused ? kTq : INT_MAX;
-	uint32_t *next = a.count + (size_t)row * IDX_CNT + 5;
-	auto tile_static = [&](int i) {
-		const int t = cta.x + i * cta.G;
-		return t < tiles ? t : -1;
-	};
-	auto tile = [&](int i) { return i < kStatic ? tile_static(i) : sm.tq[i % kTq]; };
-	auto page_at = [&](int t, int p) {
-		return t >= 0 ? a.pages + (size_t)p * kFp8Page : nullptr;
-	};
-	auto pt_of = [&](int t) { return t >= 0 ? __ldg(cta.pt + t) : 0; };
-	int t0 = tile_static(0), t1 = tile_static(1);
-	ss_load<S>(page_at(t0, pt_of(t0)), sm, 0);
-	int pnext = pt_of(t1); /* the page-table read, a tile ahead */
-	uint32_t taken = 0;      /* thread 0: the counter's answer for tile i + 3 */
-	bool pending = false;
+	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
+	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
+	auto pt_at = [&](int i) { return cta.pt_at(i); };
+
+#pragma unroll
+	for (int i = 0; i < S - 1; i++)
+		ss_load<S>(page_of(i, pt_at(i)), sm, i);
+	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
 	{ /* the query (16-byte aligned: the dispatcher checks), the weights, the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
 #pragma unroll
@@ -475,32 +444,13 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	float *scores = a.scores + (size_t)row * a.sstride;
 
-	int n = 0;
-	for (int i = 0; t0 >= 0; i++, n++) {
-		const int slot = i % S, t = t0;
+	for (int i = 0; i < n; i++) {
+		const int slot = i % S, t = cta.x + i * cta.G;
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
-		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free;
-				       * the queue's tile i + 2 filed */
-		const int t2 = i + 2 < cap ? tile(i + 2) : -1;
-		if (tid == 0) { /* file tile i + 3, take tile i + 4 */
-			bool more = false;
-			if (i + 3 >= kStatic && i + 3 < cap) {
-				const int v = pending && (long long)kStatic * cta.G + taken < tiles
-						      ? kStatic * cta.G + (int)taken : -1;
-				sm.tq[(i + 3) % kTq] = v;
-				more = v >= 0;
-			} else {
-				more = i + 3 < cap && tile_static(i + 3) >= 0;
-			}
-			pending = more && i + 4 < cap;
-			if (pending)
-				taken = atomicAdd(next, 1u);
-		}
-		ss_load<S>(page_at(t1, pnext), sm, (i + 1) % S);
-		pnext = pt_of(t2);
-		t0 = t1;
-		t1 = t2;
+		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
+		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
+		pnext = pt_at(i + S);
 
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
 			      * first MMA of a tile; the previous tile's reads of d are fenced
@@ -544,8 +494,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
 	flush_hist(a, row, sm.hist);
-	if (a.fused) /* n <= kTq: the CTA's tiles are still in the queue */
-		scan_tail(a, cta, sm.tail, n, [&](int i) { return tile(i); });
+	if (a.fused)
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
@@ -708,7 +658,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		scan_tail(a, cta, sm.tail, n, [&](int i) { return cta.x + i * cta.G; });
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
