@@ -186,6 +186,15 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	}
 	uint32_t h2c[IDX_BINS2 / kFThreads]; /* the second-level counts, read with the rest */
 	cut_counts<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, h2c);
+	if (!cut) { /* a fused scan left the cut in count slots 3 (b* + 1) and 4 */
+		const uint32_t b1 = __ldcg(a.count + (size_t)row * IDX_CNT + 3);
+		const uint32_t ab = __ldcg(a.count + (size_t)row * IDX_CNT + 4);
+		if (b1) {
+			cut = true;
+			bstar = b1 - 1;
+			above1 = ab;
+		}
+	}
 	if (!cut && !row_cut(a, row, sm, tmp, &bstar, &above1)) {
 		write_trivial(a, row, L, true);
 		__syncthreads();

@@ -315,8 +315,11 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		uint32_t acc = excl_scan128(sum, ts.wsum);
 #pragma unroll
 		for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-			if (acc < k && acc + h[b] >= k)
+			if (acc < k && acc + h[b] >= k) {
 				ts.bin = grp * (IDX_BINS / kWgThreads) + b;
+				cnt[3] = (uint32_t)ts.bin + 1u; /* for the select: no second look */
+				cnt[4] = acc;
+			}
 			acc += h[b];
 		}
 		__syncthreads();
