@@ -860,15 +860,7 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
 	idx_pdl_wait();
-	const int row = blockIdx.x;
-	const int L = row_lim(a, row);
-	if (L <= a.topk) {
-		if (threadIdx.x == 0)
-			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
-		write_trivial(a, row, L, false);
-		return;
-	}
-	select_row(a, row, L, false, 0, 0, sm, tmp);
+	select_row(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
 }
 
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */

@@ -158,11 +158,12 @@ __device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
 					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1);
 __device__ void clear_row(const Args &a, int row);
 
-/* Selects row `row` (limit L > k) and writes the ids in ascending order, with their
- * first-level cut (b*, above1) given (cut true) or found here from the scan's histogram.
- * Needs the filter's outputs (sel, cand, hist2, count) complete; leaves the row's
- * counters zero. Every read of the lists and counters is issued before the first
- * barrier, so they share one trip to L2. */
+/* Selects row `row` (limit L > k; L < 0: read here, with the lists, and a row with L <=
+ * k written 0 .. L-1) and writes the ids in ascending order, with their first-level cut
+ * (b*, above1) given (cut true) or found here (a fused scan's count slots, else the
+ * scan's histogram). Needs the filter's outputs (sel, cand, hist2, count) complete;
+ * leaves the row's counters zero. Every read of the lists and counters is issued before
+ * the first barrier, so they share one trip to L2. */
 __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bstar,
 			   uint32_t above1, SelSmem &sm, FScan::TempStorage &tmp)
 {
@@ -186,14 +187,24 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	}
 	uint32_t h2c[IDX_BINS2 / kFThreads]; /* the second-level counts, read with the rest */
 	cut_counts<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, h2c);
+	uint32_t b1 = 0, ab = 0;
 	if (!cut) { /* a fused scan left the cut in count slots 3 (b* + 1) and 4 */
-		const uint32_t b1 = __ldcg(a.count + (size_t)row * IDX_CNT + 3);
-		const uint32_t ab = __ldcg(a.count + (size_t)row * IDX_CNT + 4);
-		if (b1) {
-			cut = true;
-			bstar = b1 - 1;
-			above1 = ab;
+		b1 = __ldcg(a.count + (size_t)row * IDX_CNT + 3);
+		ab = __ldcg(a.count + (size_t)row * IDX_CNT + 4);
+	}
+	if (L < 0) { /* the select kernel: the limit's read shares the lists' trip */
+		L = row_lim(a, row);
+		if (L <= k) { /* nothing scored: the row's counters are untouched */
+			if (tid == 0)
+				publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
+			write_trivial(a, row, L, false);
+			return;
 		}
+	}
+	if (b1) {
+		cut = true;
+		bstar = b1 - 1;
+		above1 = ab;
 	}
 	if (!cut && !row_cut(a, row, sm, tmp, &bstar, &above1)) {
 		write_trivial(a, row, L, true);

@@ -266,17 +266,6 @@ __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4]
 	return off + incl - v;
 }
 
-/* Appends the warp's entries flagged in m (this lane's at bit lane) to a list at
- * counter *ctr; returns this lane's place (meaningful where its bit is set). */
-__device__ __forceinline__ uint32_t warp_append(uint32_t *ctr, unsigned m, int lane)
-{
-	const int leader = __ffs(m) - 1;
-	uint32_t at = 0;
-	if (lane == leader)
-		at = atomicAdd(ctr, (uint32_t)__popc(m));
-	return __shfl_sync(0xffffffffu, at, leader) + (uint32_t)__popc(m & ((1u << lane) - 1u));
-}
-
 __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
 {
 	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
@@ -353,34 +342,50 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	sub_bounds(bstar, &base, &shift);
 	unsigned long long *sel = a.sel + (size_t)row * k, *cand = a.cand + (size_t)row * a.cap;
 	uint32_t *h2 = a.hist2 + (size_t)row * IDX_BINS2;
-	auto file = [&](float v, int e) { /* every lane of the warp calls it */
-		const int j = key_of(e);
-		const bool in = e < mine && j < L;
-		const uint32_t b = in ? idx_bucket_dev(v) : 0u;
-		const unsigned ms = __ballot_sync(0xffffffffu, in && b > bstar);
-		const unsigned mc = __ballot_sync(0xffffffffu, in && b == bstar);
-		if (ms) {
-			const uint32_t at = warp_append(cnt + 0, ms, lane);
-			if ((ms >> lane & 1) && at < k) /* fewer than k lie above b* */
-				sel[at] = idx_key64(v, j);
-		}
-		if (mc) {
-			const uint32_t at = warp_append(cnt + 1, mc, lane);
-			if (mc >> lane & 1) {
-				const unsigned long long key = idx_key64(v, j);
-				if (at < a.cap)
-					cand[at] = key;
-				/* one add per sub-bin and warp (equal scores share one) */
-				const uint32_t sb = sub_of((uint32_t)(key >> 32), base, shift);
-				const unsigned same = __match_any_sync(mc, sb);
-				if (lane == __ffs(same) - 1)
-					atomicAdd(h2 + sb, (uint32_t)__popc(same));
-			}
-		}
-	};
+	/* every lane's kHold scores classified first, then one list atomic per warp and
+	 * list (not one per round: those would queue behind each other's return) */
+	unsigned ms[kHold], mc[kHold];
+	uint32_t ns = 0, nc = 0;
 #pragma unroll
-	for (int u = 0; u < kHold; u++)
-		file(s[u], tid + u * kWgThreads);
+	for (int u = 0; u < kHold; u++) {
+		const int e = tid + u * kWgThreads, j = key_of(e);
+		const bool in = e < mine && j < L;
+		const uint32_t b = in ? idx_bucket_dev(s[u]) : 0u;
+		ms[u] = __ballot_sync(0xffffffffu, in && b > bstar);
+		mc[u] = __ballot_sync(0xffffffffu, in && b == bstar);
+		ns += (uint32_t)__popc(ms[u]);
+		nc += (uint32_t)__popc(mc[u]);
+	}
+	uint32_t as = 0, ac = 0; /* the warp's first places in the two lists */
+	if (lane == 0 && ns)
+		as = atomicAdd(cnt + 0, ns);
+	if (lane == 0 && nc)
+		ac = atomicAdd(cnt + 1, nc);
+	as = __shfl_sync(0xffffffffu, as, 0);
+	ac = __shfl_sync(0xffffffffu, ac, 0);
+	const unsigned lt = (1u << lane) - 1u;
+#pragma unroll
+	for (int u = 0; u < kHold; u++) {
+		const int j = key_of(tid + u * kWgThreads);
+		if (ms[u] >> lane & 1) {
+			const uint32_t at = as + (uint32_t)__popc(ms[u] & lt);
+			if (at < k) /* fewer than k lie above b* */
+				sel[at] = idx_key64(s[u], j);
+		}
+		if (mc[u] >> lane & 1) {
+			const uint32_t at = ac + (uint32_t)__popc(mc[u] & lt);
+			const unsigned long long key = idx_key64(s[u], j);
+			if (at < a.cap)
+				cand[at] = key;
+			/* one add per sub-bin and warp (equal scores share one) */
+			const uint32_t sb = sub_of((uint32_t)(key >> 32), base, shift);
+			const unsigned same = __match_any_sync(mc[u], sb);
+			if (lane == __ffs(same) - 1)
+				atomicAdd(h2 + sb, (uint32_t)__popc(same));
+		}
+		as += (uint32_t)__popc(ms[u]);
+		ac += (uint32_t)__popc(mc[u]);
+	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
