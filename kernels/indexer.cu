@@ -28,6 +28,10 @@
  *            candidate list overflowed); then a counting sort of the k ids. Shared
  *            counters are incremented once per warp and address (agg_inc), so equal
  *            scores do not serialise. Rows with limit <= k are written 0..limit-1.
+ * The wgmma scans (indexer_wgmma.cu) can instead run the filter's work in their own
+ * CTAs (a cooperative launch; scan_tail there), when each CTA holds at most 512 scores:
+ * then select_kernel follows the scan as its programmatic dependent, reading the cut
+ * the scan left in the row's count slots.
  * strata_k_indexer_phases runs the same work with the select as its own kernel and
  * events between the launches.
  */

@@ -219,13 +219,19 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 /* ---- the fused tail: the filter's work in the scan's CTAs -------------------------------
  * With idx_wg_args.fused (the launch is cooperative, so every CTA of the grid is resident
  * at once, and each CTA holds at most kHold * 128 scores), each CTA of a row, once its
- * histogram is flushed: waits at a barrier of the row's CTAs (count slot 2), finds the
- * threshold bucket b* in the row's histogram, and files its own scores as the filter
- * kernel would: bucket > b* to the row's selected list, bucket b* to its candidate list
- * and the second-level histogram. The select kernel (indexer.cu), launched as the scan's
- * programmatic dependent, then selects each row and clears its counters. This removes
- * the filter launch, its CTAs' start and the re-read of every score from the call's
- * critical path. */
+ * histogram is flushed, arrives at the row's barrier (count slot 2). The last to arrive
+ * finds the threshold bucket b* in the row's histogram, leaves it and the count above it
+ * in count slots 3 - 4 for the select, and hands b* to every other CTA of the row in that
+ * CTA's own flag word (the flag region; the CTA zeroes it on reading). Each CTA then
+ * files its own scores (read back before the barrier) as the filter kernel would: bucket
+ * > b* to the row's selected list, bucket b* to its candidate list and the second-level
+ * histogram, with one list atomic per warp. The select kernel (indexer.cu), launched as
+ * the scan's programmatic dependent, then selects each row and clears its counters. No
+ * filter launch, no re-read of the scores.
+ * H200, 1M keys, one row, alternated against the filter path (bench/results/
+ * 2026-11-30-h200-s11): FP8 24.2 - 24.3 us against 24.5 - 24.6, MXFP4 26.1 - 26.2
+ * against 26.6. One flag word polled by every CTA was 2x slower: the polls and the
+ * arrivals queued on one line. */
 constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
 /* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
@@ -719,7 +725,17 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	at[0].val.cooperative = 1;
 	cfg.attrs = at;
 	cfg.numAttrs = w.fused ? 1 : 0;
-	return (int)cudaLaunchKernelEx(&cfg, kern, w);
+	e = cudaLaunchKernelEx(&cfg, kern, w);
+	if (e == cudaErrorCooperativeLaunchTooLarge) {
+		/* fewer SMs than the occupancy query saw (MPS, a partitioned GPU): the
+		 * unfused tail needs no co-residency */
+		(void)cudaGetLastError();
+		w.fused = 0;
+		*fused = 0;
+		cfg.numAttrs = 0;
+		e = cudaLaunchKernelEx(&cfg, kern, w);
+	}
+	return (int)e;
 }
 
 extern "C" int idx_wgmma_ready(void)
