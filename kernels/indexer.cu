@@ -567,10 +567,14 @@ struct SelSmem {
  * wrote it). */
 template <int NB> __device__ __forceinline__ void cut_counts(const uint32_t *hist, uint32_t (&cnt)[NB])
 {
+	static_assert(NB % 4 == 0, "16-byte reads");
 	const int grp = kFThreads - 1 - (int)threadIdx.x;
+	const uint4 *h4 = reinterpret_cast<const uint4 *>(hist + grp * NB); /* rows are 16 B-aligned */
 #pragma unroll
-	for (int b = 0; b < NB; b++)
-		cnt[b] = __ldcg(hist + grp * NB + b);
+	for (int b = 0; b < NB / 4; b++) {
+		const uint4 v = __ldcg(h4 + b);
+		cnt[4 * b] = v.x, cnt[4 * b + 1] = v.y, cnt[4 * b + 2] = v.z, cnt[4 * b + 3] = v.w;
+	}
 }
 
 /* Cut of a histogram (NB bins per thread, kFThreads threads; this thread's counts from

@@ -302,11 +302,16 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	if (ts.last) { /* block-uniform */
 		const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
 		uint32_t h[IDX_BINS / kWgThreads], sum = 0;
+		const uint4 *h4 = reinterpret_cast<const uint4 *>(
+			a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads));
 #pragma unroll
-		for (int b = 0; b < IDX_BINS / kWgThreads; b++) {
-			h[b] = __ldcg(a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads) + b);
-			sum += h[b];
+		for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
+			const uint4 v = __ldcg(h4 + b);
+			h[4 * b] = v.x, h[4 * b + 1] = v.y, h[4 * b + 2] = v.z, h[4 * b + 3] = v.w;
 		}
+#pragma unroll
+		for (int b = 0; b < IDX_BINS / kWgThreads; b++)
+			sum += h[b];
 		uint32_t acc = excl_scan128(sum, ts.wsum);
 #pragma unroll
 		for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
