@@ -318,4 +318,142 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		idx_trace(a.trace, IDX_T_END);
 }
 
+/* Selects row `row` after the unfenced tail (indexer_wgmma.cu scan_file): the row's
+ * candidate list holds, as keys, every score of bucket >= b_p for some b_p <= b*, so
+ * every score above b* and every one in it. b* and the count above it come from the
+ * final histogram; the list's keys above b* are taken outright, those in b* gathered in
+ * shared memory and cut by rank or radix as in select_row; then the sort. A list longer
+ * than the scratch's cap is read as every score of the row instead. Reads the row's
+ * limit itself (rows with L <= k are written 0 .. L-1) and leaves the counters zero. */
+__device__ void select_filed(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
+{
+	constexpr int NB = IDX_BINS / kFThreads;
+	const int k = a.topk, tid = threadIdx.x;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SEL0);
+	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
+	const unsigned long long *cl = a.cand + (size_t)row * a.cap;
+	const uint32_t pre = a.cap < (size_t)kReg * kFThreads ? (uint32_t)a.cap : kReg * kFThreads;
+	unsigned long long ck[kReg];
+#pragma unroll
+	for (int j = 0; j < kReg; j++) {
+		const uint32_t i = tid + j * kFThreads;
+		ck[j] = i < pre ? __ldcg(cl + i) : 0ull;
+	}
+	uint32_t hc[NB];
+	cut_counts<NB>(a.hist + (size_t)row * IDX_BINS, hc);
+	const int L = row_lim(a, row);
+	if (L <= k) { /* nothing scored: the row's counters are untouched */
+		if (tid == 0)
+			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
+		write_trivial(a, row, L, false);
+		return;
+	}
+	for (int i = tid; i < k; i += kFThreads)
+		sm.ids[i] = INT_MAX;
+	if (tid == 0) {
+		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
+		idx_trace(a.trace, IDX_T_SELLD);
+	}
+	__syncthreads();
+	find_cut_of<NB>(hc, (uint32_t)k, tmp, &sm.bin, &sm.above);
+	__syncthreads();
+	clear_row(a, row); /* every counter this call reads is read */
+	const int bs = sm.bin;
+	if (bs < 0) { /* an inconsistent histogram: cannot happen */
+		write_trivial(a, row, L, true);
+		return;
+	}
+	const uint32_t bstar = (uint32_t)bs, above1 = sm.above;
+	if (tid == 0) {
+		publish_cut(a, row, bstar);
+		idx_trace(a.trace, IDX_T_CUT2);
+	}
+	auto take = [&](unsigned long long key) {
+		const uint32_t at = agg_inc(&sm.n_t, true);
+		if (at < (uint32_t)k)
+			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+	};
+	auto classify = [&](unsigned long long key) {
+		const uint32_t b = idx_bucket_dev(score_of(key));
+		if (b > bstar) {
+			take(key);
+		} else if (b == bstar) {
+			const uint32_t c = agg_inc(&sm.n_c, true);
+			if (c < (uint32_t)kCC)
+				sm.u.cc[c] = key;
+		}
+	};
+	/* every filed key, or with an overflowed list every score of the row */
+	auto each_filed = [&](auto f) {
+		if (nc <= a.cap) {
+			for (uint32_t i = tid; i < nc; i += kFThreads)
+				f(__ldcg(cl + i));
+		} else {
+			const float *sc = a.scores + (size_t)row * a.sstride;
+			for (int j = tid; j < L; j += kFThreads)
+				f((unsigned long long)idx_key64(__ldcg(sc + j), j));
+		}
+	};
+	if (nc <= pre) {
+#pragma unroll
+		for (int j = 0; j < kReg; j++)
+			if (tid + j * kFThreads < nc)
+				classify(ck[j]);
+	} else {
+		each_filed(classify);
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CLASS);
+	const uint32_t nC = sm.n_c;
+	const int need = k - (int)above1;
+	if (need > 0 && nC > 0) {
+		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
+		if (nC <= (uint32_t)kRankMax) {
+			if (tid < (int)nC) {
+				const unsigned long long key = sm.u.cc[tid];
+				uint32_t rank = 0;
+				if ((uint32_t)need < nC)
+					for (uint32_t j = 0; j < nC; j++)
+						rank += sm.u.cc[j] > key;
+				if (rank < (uint32_t)need)
+					take(key);
+			}
+		} else if (nC <= (uint32_t)kCC) {
+			auto each = [&](auto f) {
+				for (uint32_t i = tid; i < nC; i += blockDim.x)
+					f(sm.u.cc[i]);
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
+			});
+		} else { /* a crowded bucket (many equal scores): straight from global memory */
+			auto each = [&](auto f) {
+				each_filed([&](unsigned long long key) {
+					if (idx_bucket_dev(score_of(key)) == bstar)
+						f(key);
+				});
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
+			});
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
+	sort_emit(a, row, L, sm, tmp);
+	if (tid == 0) {
+		idx_trace(a.trace, IDX_T_SORT1);
+		idx_trace(a.trace, IDX_T_END);
+	}
+}
+
 #endif
