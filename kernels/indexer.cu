@@ -82,7 +82,6 @@ struct Args {
 	int fx, sx;
 	strata_attn_prestage_params st;
 	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
-	int filed; /* select_kernel: the scan's unfenced tail filed the row (select_filed) */
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -869,10 +868,7 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
 	idx_pdl_wait();
-	if (a.filed)
-		select_filed(a, (int)blockIdx.x, sm, tmp);
-	else
-		select_row(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
+	select_row(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
 }
 
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */
@@ -1180,7 +1176,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
 	if (fused) {
-		a.filed = fused == IDX_FUSED_PARTIAL;
 		if (!launch(select_kernel, dim3((unsigned)p->n_rows), !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: select launch");
 			return err ? err : STRATA_E_CUDA;

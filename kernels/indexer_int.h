@@ -81,8 +81,7 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
-	/* the fused tails (indexer_wgmma.cu): asked for (nonzero), then the launch's
-	 * IDX_FUSED_*; the filter's outputs */
+	/* the fused tail (indexer_wgmma.cu scan_tail): asked for; the filter's outputs */
 	int fused;
 	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
@@ -110,12 +109,8 @@ extern "C" {
 #endif
 /* 1 when the sm_90a kernel runs on the current device (a compute capability 9.0 GPU). */
 int idx_wgmma_ready(void);
-/* The wgmma scan's tails: none (the filter kernel follows), the barrier tail (filed as
- * the filter would; select_row follows), the unfenced tail (filed against a partial cut;
- * select_filed follows). */
-enum { IDX_FUSED_NONE, IDX_FUSED_BARRIER, IDX_FUSED_PARTIAL };
-/* Launches the scan on stream (a cudaStream_t); returns a cudaError_t. *fused: the tail
- * the launch runs (IDX_FUSED_*; a->fused nonzero asked for one). */
+/* Launches the scan on stream (a cudaStream_t); returns a cudaError_t. *fused: whether
+ * the launch runs the fused tail (a->fused asked for it; the select kernel follows). */
 int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream, int *fused);
 #ifdef __cplusplus
 }

@@ -232,12 +232,7 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
  * 2026-11-30-h200-s11): FP8 24.2 - 24.3 us against 24.5 - 24.6, MXFP4 26.1 - 26.2
  * against 26.6. One flag word polled by every CTA was 2x slower: the polls and the
  * arrivals queued on one line. */
-constexpr int kHold = 4; /* scores per thread in the fused tails: 512 a CTA, 8 tiles */
-/* The unfenced tail's midway flush: after this many tiles (FP8, MXFP4; even for the
- * latter's two-tile steps), and taken where every CTA has at least 2 more (host). */
-constexpr int kCheckSs = 3;
-constexpr int kCheckRs = 4;
-static_assert(kCheckRs % 2 == 0, "the register scan steps two tiles at a time");
+constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
 /* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
  * writes, and acquire of the earlier arrivals'); returns the count before it. */
@@ -406,97 +401,6 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
 
-/* ---- the unfenced tail (idx_wg_args.fused == IDX_FUSED_PARTIAL) -------------------------
- * No barrier: each CTA, once its histogram is flushed, reads the row's histogram as it
- * stands (the other CTAs' adds so far: every CTA also flushed its first kCheck tiles'
- * counts midway, so most of the row is in), finds the partial cut b_p (the highest
- * bucket with at least k scores counted at or above it, 0 with fewer), and files every
- * own score with bucket >= b_p, as an (score, id) key, to the row's candidate list (one
- * atomic per warp). Counts only grow, so b_p <= b* of the whole row: the list holds
- * every score of bucket >= b*, some below it. The select (select_filed, indexer.cu)
- * finds b* in the final histogram and picks from the list. */
-__device__ void scan_file(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
-{
-	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
-	const uint32_t k = (uint32_t)a.topk;
-	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	const int mine = cta.n * kTile;
-	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
-	float s[kHold];
-#pragma unroll
-	for (int u = 0; u < kHold; u++) {
-		const int e = tid + u * kWgThreads, j = key_of(e);
-		s[u] = e < mine && j < L ? sc[j] : 0.0f;
-	}
-	if (tid == 0)
-		ts.bin = 0;
-	const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
-	uint32_t h[IDX_BINS / kWgThreads], sum = 0;
-	const uint4 *h4 = reinterpret_cast<const uint4 *>(a.hist + (size_t)row * IDX_BINS +
-							   grp * (IDX_BINS / kWgThreads));
-#pragma unroll
-	for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
-		const uint4 v = __ldcg(h4 + b);
-		h[4 * b] = v.x, h[4 * b + 1] = v.y, h[4 * b + 2] = v.z, h[4 * b + 3] = v.w;
-	}
-#pragma unroll
-	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
-		sum += h[b];
-	uint32_t acc = excl_scan128(sum, ts.wsum); /* its barrier also orders ts.bin = 0 */
-#pragma unroll
-	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-		if (acc < k && acc + h[b] >= k)
-			ts.bin = grp * (IDX_BINS / kWgThreads) + b;
-		acc += h[b];
-	}
-	__syncthreads();
-	const uint32_t bp = (uint32_t)ts.bin;
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_FCUT);
-	unsigned m[kHold];
-	uint32_t nf = 0;
-#pragma unroll
-	for (int u = 0; u < kHold; u++) {
-		const int e = tid + u * kWgThreads, j = key_of(e);
-		const bool in = e < mine && j < L;
-		m[u] = __ballot_sync(0xffffffffu, in && idx_bucket_dev(s[u]) >= bp);
-		nf += (uint32_t)__popc(m[u]);
-	}
-	uint32_t at0 = 0;
-	if (lane == 0 && nf)
-		at0 = atomicAdd(cnt + 1, nf);
-	at0 = __shfl_sync(0xffffffffu, at0, 0);
-	const unsigned lt = (1u << lane) - 1u;
-	unsigned long long *cand = a.cand + (size_t)row * a.cap;
-#pragma unroll
-	for (int u = 0; u < kHold; u++) {
-		if (m[u] >> lane & 1) {
-			const uint32_t at = at0 + (uint32_t)__popc(m[u] & lt);
-			if (at < a.cap)
-				cand[at] = idx_key64(s[u], key_of(tid + u * kWgThreads));
-		}
-		at0 += (uint32_t)__popc(m[u]);
-	}
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_FLOOP);
-}
-
-/* The midway flush of the unfenced tail: this CTA's counts so far into the row's
- * histogram, and its own zeroed (every thread; between two barriers of the tile loop,
- * so that no count lands in between). */
-__device__ __forceinline__ void flush_midway(const idx_wg_args &a, int row, uint32_t *h)
-{
-	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
-		const uint32_t v = h[i];
-		if (v) {
-			atomicAdd(&gh[i], v);
-			h[i] = 0;
-		}
-	}
-}
-
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
 
 /* One page's 64 keys and scales into ring slot `slot` (every thread 4 + (tid < 16)
@@ -564,8 +468,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		if (a.fused == IDX_FUSED_PARTIAL && i == kCheckSs)
-			flush_midway(a, row, sm.hist); /* the next counts come after a barrier */
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
 		pnext = pt_at(i + S);
 
@@ -611,10 +513,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
 	flush_hist(a, row, sm.hist);
-	if (a.fused == IDX_FUSED_BARRIER)
+	if (a.fused)
 		scan_tail(a, cta, sm.tail);
-	else if (a.fused == IDX_FUSED_PARTIAL)
-		scan_file(a, cta, sm.tail);
 #endif
 }
 
@@ -771,20 +671,13 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 		}
 	};
 	for (int i = 0; i < n; i += 2) {
-		if (a.fused == IDX_FUSED_PARTIAL && i == kCheckRs) { /* block-uniform */
-			__syncthreads(); /* every warp's counts of tiles 0 .. i - 1 in */
-			flush_midway(a, row, sm.hist);
-			__syncthreads();
-		}
 		step(i, a0, a1, ks0, &ks1);
 		if (i + 1 < n)
 			step(i + 1, a1, a0, ks1, &ks0);
 	}
 	flush_hist(a, row, sm.hist);
-	if (a.fused == IDX_FUSED_BARRIER)
+	if (a.fused)
 		scan_tail(a, cta, sm.tail);
-	else if (a.fused == IDX_FUSED_PARTIAL)
-		scan_file(a, cta, sm.tail);
 #endif
 }
 
@@ -825,12 +718,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	const long long n_max = (tiles + gx - 1) / gx, n_min = tiles / gx;
-	const int check = a->mx ? kCheckRs : kCheckSs;
-	w.fused = IDX_FUSED_NONE;
-	if (a->fused && n_max * kTile <= kHold * kWgThreads) /* the tail holds a CTA's scores */
-		w.fused = n_min >= check + 2 ? IDX_FUSED_PARTIAL
-					     : gx <= IDX_FLAGS ? IDX_FUSED_BARRIER : IDX_FUSED_NONE;
+	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
@@ -841,14 +729,14 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	at[0].id = cudaLaunchAttributeCooperative;
 	at[0].val.cooperative = 1;
 	cfg.attrs = at;
-	cfg.numAttrs = w.fused == IDX_FUSED_BARRIER ? 1 : 0;
+	cfg.numAttrs = w.fused ? 1 : 0;
 	e = cudaLaunchKernelEx(&cfg, kern, w);
 	if (e == cudaErrorCooperativeLaunchTooLarge) {
 		/* fewer SMs than the occupancy query saw (MPS, a partitioned GPU): the
 		 * unfused tail needs no co-residency */
 		(void)cudaGetLastError();
-		w.fused = IDX_FUSED_NONE;
-		*fused = IDX_FUSED_NONE;
+		w.fused = 0;
+		*fused = 0;
 		cfg.numAttrs = 0;
 		e = cudaLaunchKernelEx(&cfg, kern, w);
 	}
