@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The indexer's GPU passes (issue 3), one device call each, from the repository root
+# with the Debian libraries in .deps; logs under OUT (default ./gpu-out). Session 11
+# ran them as scripts/s11-{diag,ab,ncu-sel,run,final}.sh (bench/results/2026-11-30-h200-s11).
+#
+#   diag             one-row timelines (STRATA_IDX_TRACE) with cold and warm L2, at 128K,
+#                    and Nsight Compute of filter_kernel
+#   ncu              Nsight Compute of NCU_K (default the select kernel) inside NCU_ARGS
+#                    at the finest warp sampling: details.txt, sass.csv
+#                    (read with scripts/ncu-stalls.py)
+#   run REV          `ctest -L gpu` (CTEST_R: only those; `^none$`: none) and an A/B of
+#                    AB_ARGS against REV (gpu-ab.sh run; carry build-alt too, after
+#                    `scripts/gpu-ab.sh prepare REV` here), then one-row timelines
+#   final REV        run REV with every gpu test, then batch 32, --check at batch 1 and 8,
+#                    the default scan, timelines
+set -u
+mode=${1:-}
+shift || true
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
+B=build-gpu/strata
+build() {
+	cmake -B build-gpu -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
+		-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
+		cmake --build build-gpu -j16 --target strata_cli >"$OUT/build.log" 2>&1
+}
+traces() { # one-row timelines, both key formats (extra bench args: $@)
+	for f in fp8 mxfp4; do
+		STRATA_IDX_TRACE=1 timeout 60 $B bench indexer --ctx 1M --batch 1 --rows 1 --fmt $f \
+			--q8 --wgmma --reps 8 "$@" >"$OUT/tr_$f${1:+_$2}.txt" 2>&1
+	done
+}
+ab() { # REV: gpu-ab.sh run, its logs in OUT/ab.tgz
+	OUT=$OUT CTEST_R="${CTEST_R-}" \
+		AB_ARGS="${AB_ARGS:-bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 --wgmma}" \
+		scripts/gpu-ab.sh run "$1" >"$OUT/ab.log" 2>&1
+	mv "$OUT/all.tgz" "$OUT/ab.tgz"
+}
+case $mode in
+diag)
+	build || exit 1
+	traces --l2 cold
+	traces --l2 warm
+	STRATA_IDX_TRACE=1 timeout 60 $B bench indexer --ctx 128K --batch 1 --rows 1 --fmt fp8 \
+		--q8 --wgmma --reps 8 >"$OUT/tr_fp8_128k.txt" 2>&1
+	NCU_K=${NCU_K:-regex:filter_kernel} "$0" ncu
+	;;
+ncu)
+	build || exit 1
+	args=${NCU_ARGS:-bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 --wgmma --reps 2}
+	timeout 200 ncu --set full --import-source no --warp-sampling-interval 0 \
+		-k "${NCU_K:-regex:select_kernel}" --launch-skip 3 -c 1 -o "$OUT/ncu" \
+		$B $args >"$OUT/ncu.log" 2>&1
+	echo "ncu rc=$?"
+	ncu -i "$OUT/ncu.ncu-rep" --page details >"$OUT/details.txt" 2>&1
+	ncu -i "$OUT/ncu.ncu-rep" --page source --csv --print-source sass >"$OUT/sass.csv" 2>&1
+	rm -f "$OUT/ncu.ncu-rep"
+	;;
+run)
+	ab "$1"
+	traces
+	;;
+final)
+	CTEST_R= ab "$1"
+	timeout 100 $B bench indexer --ctx 1M --batch 32 --rows 1 --fmt fp8,mxfp4 --q8 --wgmma \
+		>"$OUT/b32.txt" 2>&1
+	timeout 150 $B bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 \
+		--wgmma >"$OUT/check.txt" 2>&1
+	echo "check rc=$?" >>"$OUT/check.txt"
+	timeout 60 $B bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 >"$OUT/dflt.txt" 2>&1
+	traces
+	;;
+*)
+	echo "usage: $0 diag|ncu|run REV|final REV" >&2
+	exit 2
+	;;
+esac
