@@ -538,7 +538,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 /* ---- filter + select ------------------------------------------------------------------
  * Selection is exact for any monotone bucketing, so it runs on two levels: b1 =
  * idx_bucket_dev (2048 bins, counted by the scan) and, inside the threshold bucket b*, b2 =
- * sub_of (4096 bins over the score's ordered bits, counted by the filter). Every element
+ * idx_sub_of (4096 bins over the score's ordered bits, counted by the filter). Every element
  * with b1 > b*, or b1 == b* and b2 > b2*, is selected outright; only the few elements of
  * bin (b*, b2*) need an exact (score, id) radix select. */
 constexpr int kFThreads = 512;
@@ -752,7 +752,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	if (cut) {
 		uint32_t base;
 		int shift;
-		sub_bounds(bstar, &base, &shift);
+		idx_sub_bounds(bstar, &base, &shift);
 		for (int i = tid; i < IDX_BINS2; i += kFThreads)
 			sm.u.h2[i] = 0;
 		if (tid == 0)
@@ -807,7 +807,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				}
 				if (mc[u] >> lane & 1) {
 					const uint32_t o = idx_ord32(s[u]);
-					agg_inc(&sm.u.h2[sub_of(o, base, shift)], true);
+					agg_inc(&sm.u.h2[idx_sub_of(o, base, shift)], true);
 					const uint32_t idx = bc + (uint32_t)__popc(mc[u] & lt);
 					if (idx < a.cap)
 						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |

@@ -367,25 +367,25 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
-__device__ __forceinline__ float ord16_value(uint32_t o)
+__device__ __forceinline__ float idx_ord16_value(uint32_t o)
 {
 	unsigned short u = (o & 0x8000u) ? (unsigned short)(o & 0x7fffu) : (unsigned short)(~o & 0xffffu);
 	return __half2float(__ushort_as_half(u));
 }
 
 /* Second level inside bucket b: ordered score bits relative to a lower bound of the
- * bucket, shifted so the bucket's span fits IDX_BINS2 bins. Clamping keeps sub_of
+ * bucket, shifted so the bucket's span fits IDX_BINS2 bins. Clamping keeps idx_sub_of
  * monotone even if a bound were off, so the bounds only matter for speed. */
-__device__ __forceinline__ void sub_bounds(uint32_t b, uint32_t *base, int *shift)
+__device__ __forceinline__ void idx_sub_bounds(uint32_t b, uint32_t *base, int *shift)
 {
 	uint32_t lo = 0, hi = 0xffffffffu;
 	if (b > 0) {
-		float f = ord16_value((b << 5) - 1); /* the fp16 value just below the bucket */
+		float f = idx_ord16_value((b << 5) - 1); /* the fp16 value just below the bucket */
 		if (!isnan(f))
 			lo = idx_ord32(f);
 	}
 	if (b + 1 < IDX_BINS) {
-		float f = ord16_value((b + 1) << 5); /* the fp16 value just above it */
+		float f = idx_ord16_value((b + 1) << 5); /* the fp16 value just above it */
 		if (!isnan(f))
 			hi = idx_ord32(f);
 	}
@@ -395,7 +395,7 @@ __device__ __forceinline__ void sub_bounds(uint32_t b, uint32_t *base, int *shif
 	*shift = bits > 12 ? bits - 12 : 0;
 }
 
-__device__ __forceinline__ uint32_t sub_of(uint32_t o32, uint32_t base, int shift)
+__device__ __forceinline__ uint32_t idx_sub_of(uint32_t o32, uint32_t base, int shift)
 {
 	if (o32 <= base)
 		return 0;

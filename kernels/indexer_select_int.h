@@ -214,7 +214,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	}
 	uint32_t base;
 	int shift;
-	sub_bounds(bstar, &base, &shift);
+	idx_sub_bounds(bstar, &base, &shift);
 #pragma unroll
 	for (int j = 0; j < PER; j++) {
 		const int i = tid + j * kFThreads;
@@ -240,7 +240,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	/* bin-2 winners and bin (b*, b2*) into shared memory */
 	if (b2s >= 0) {
 		auto classify = [&](unsigned long long key) {
-			uint32_t b2 = sub_of((uint32_t)(key >> 32), base, shift);
+			uint32_t b2 = idx_sub_of((uint32_t)(key >> 32), base, shift);
 			if (b2 > (uint32_t)b2s) {
 				uint32_t at = above1 + agg_inc(&sm.n_t, true);
 				if (at < (uint32_t)k)
@@ -296,7 +296,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		} else { /* a crowded bin (many equal scores): straight from global memory */
 			auto each = [&](auto f) {
 				for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
-					if (sub_of((uint32_t)(key >> 32), base, shift) == (uint32_t)b2s)
+					if (idx_sub_of((uint32_t)(key >> 32), base, shift) == (uint32_t)b2s)
 						f(key);
 				});
 			};

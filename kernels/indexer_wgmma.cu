@@ -350,7 +350,7 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	const uint32_t bstar = (uint32_t)bs;
 	uint32_t base;
 	int shift;
-	sub_bounds(bstar, &base, &shift);
+	idx_sub_bounds(bstar, &base, &shift);
 	unsigned long long *sel = a.sel + (size_t)row * k, *cand = a.cand + (size_t)row * a.cap;
 	uint32_t *h2 = a.hist2 + (size_t)row * IDX_BINS2;
 	/* every lane's kHold scores classified first, then one list atomic per warp and
@@ -389,7 +389,7 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 			if (at < a.cap)
 				cand[at] = key;
 			/* one add per sub-bin and warp (equal scores share one) */
-			const uint32_t sb = sub_of((uint32_t)(key >> 32), base, shift);
+			const uint32_t sb = idx_sub_of((uint32_t)(key >> 32), base, shift);
 			const unsigned same = __match_any_sync(mc[u], sb);
 			if (lane == __ffs(same) - 1)
 				atomicAdd(h2 + sb, (uint32_t)__popc(same));
