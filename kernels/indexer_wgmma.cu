@@ -39,6 +39,7 @@
 
 #include "kernels/indexer_int.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 namespace {
@@ -54,11 +55,18 @@ constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][6
 constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
 constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibbles, scales */
 
-/* The fused tail's (scan_tail) shared words. */
+/* The tail's shared words (beside the scan's buffers, which FinSmem reuses). */
 struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
-	int bin;          /* the row's threshold bucket b* */
-	int last;         /* this CTA arrived last at the row's barrier */
+	int bin;          /* hist_cut's bucket */
+	uint32_t above;   /* ... and the count above it */
+	uint32_t npub;    /* this CTA's published keys */
+	int last;         /* this CTA arrived last at the row's counter */
+	/* the last CTA's: keys above b*, b*'s keys, overflow CTAs, keys taken from b*;
+	 * idx_radix_cut's digit */
+	uint32_t n_above, n_c, n_ov, n_t;
+	int digit, dcnt;
+	uint32_t dabove;
 };
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
@@ -216,23 +224,62 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 	wait_groups<0>(); /* the trailing empty groups */
 }
 
-/* ---- the fused tail: the filter's work in the scan's CTAs -------------------------------
- * With idx_wg_args.fused (the launch is cooperative, so every CTA of the grid is resident
- * at once, and each CTA holds at most kHold * 128 scores), each CTA of a row, once its
- * histogram is flushed, arrives at the row's barrier (count slot 2). The last to arrive
- * finds the threshold bucket b* in the row's histogram, leaves it and the count above it
- * in count slots 3 - 4 for the select, and hands b* to every other CTA of the row in that
- * CTA's own flag word (the flag region; the CTA zeroes it on reading). Each CTA then
- * files its own scores (read back before the barrier) as the filter kernel would: bucket
- * > b* to the row's selected list, bucket b* to its candidate list and the second-level
- * histogram, with one list atomic per warp. The select kernel (indexer.cu), launched as
- * the scan's programmatic dependent, then selects each row and clears its counters. No
- * filter launch, no re-read of the scores.
- * H200, 1M keys, one row, alternated against the filter path (bench/results/
- * 2026-11-30-h200-s11): FP8 24.2 - 24.3 us against 24.5 - 24.6, MXFP4 26.1 - 26.2
- * against 26.6. One flag word polled by every CTA was 2x slower: the polls and the
- * arrivals queued on one line. */
-constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
+/* ---- the gather tail: the whole top-k in the scan's launch ------------------------------
+ * With idx_wg_args.fused (each CTA holds at most kHold * 128 scores; the last CTA's
+ * buffers fit, see fin_layout), the scan's CTAs select the row themselves and no other
+ * kernel follows:
+ *  - each CTA, once its histogram is flushed, publishes a record (kRecB bytes in the
+ *    row's candidate list): its local cut pc, the lowest bucket with at most kPub of its
+ *    scores at or above it, and those (at most kPub) scores as keys;
+ *  - it arrives at the row's counter (count slot 2) and, unless it is the last, exits;
+ *  - the last one reads the row's histogram and every record in one trip, finds the
+ *    threshold bucket b*, takes every published key above b* and keeps b*'s. A CTA whose
+ *    pc lies above b* may hold unpublished scores in [b*, pc): their slices are read
+ *    back from the scores (a CTA holds ~0.9 of the ~700 entries at or above b* at 1M
+ *    keys, so ~1 % of CTAs, more where the top entries cluster);
+ *  - among b*'s keys a radix select picks the k - above1 largest, and a counting sort
+ *    writes the ids in ascending order; the row's histogram and counter are left zero.
+ * This replaces a chain of a b* hand-back to every CTA, their filing of the lists, the
+ * grid's completion and the select kernel's launch and list reads (session 11). */
+constexpr int kHold = 4;     /* scores per thread: 512 a CTA, 8 tiles */
+constexpr int kPub = 3;      /* keys a CTA publishes */
+constexpr int kRecW = 1 + 2 * kPub; /* a record's words: pc | npub << 16, then the keys */
+constexpr int kFinK = 1024;  /* the largest k the gather tail selects */
+constexpr int kMaxG = 0xffff; /* a CTA's index fits an overflow entry's 16 bits */
+constexpr int kOvCap = 256;  /* overflow CTAs listed; beyond, every CTA's slice is read */
+constexpr int kMinCC = 256;  /* b*'s keys the last CTA must hold in shared memory */
+
+/* Where the last CTA keeps what, in the scan's buffers (avail bytes before TailSmem):
+ * region 0 the records (then the radix's counts, then the sort's counts and ids), the
+ * selected ids and scores, the overflow list, and b*'s keys in what is left (cc keys). */
+struct FinLayout {
+	uint32_t ids, sc, ov, cc, ccap;
+};
+__host__ __device__ constexpr uint32_t fin_al16(uint32_t x)
+{
+	return (x + 15u) & ~15u;
+}
+__host__ __device__ inline FinLayout fin_layout(int G, int k, uint32_t avail)
+{
+	uint32_t r0 = fin_al16((uint32_t)(kRecW * 4 * G));
+	const uint32_t sort = 4u * IDX_BINS + 4u * (uint32_t)k;
+	r0 = r0 > sort ? r0 : sort; /* >= 1 KiB for the radix's 256 counts too */
+	FinLayout l;
+	l.ids = r0;
+	l.sc = l.ids + fin_al16(4u * (uint32_t)k);
+	l.ov = l.sc + fin_al16(4u * (uint32_t)k);
+	l.cc = l.ov + 4u * kOvCap;
+	l.ccap = avail > l.cc ? (avail - l.cc) / 8u : 0u;
+	return l;
+}
+
+/* The row's records: kRecW words a CTA from a 16-byte aligned start in its candidate
+ * list (which holds cap >= (kRecW * 4 G + 32) / 8 keys; wg_launch checks). */
+__device__ __forceinline__ uint32_t *rec_of(const idx_wg_args &a, int row)
+{
+	const uintptr_t p = reinterpret_cast<uintptr_t>(a.cand + (size_t)row * a.cap);
+	return reinterpret_cast<uint32_t *>((p + 15) & ~(uintptr_t)15);
+}
 
 /* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
  * writes, and acquire of the earlier arrivals'); returns the count before it. */
@@ -241,13 +288,6 @@ __device__ __forceinline__ uint32_t arrive(uint32_t *ctr)
 	uint32_t old;
 	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(ctr) : "memory");
 	return old;
-}
-
-__device__ __forceinline__ uint32_t ld_relaxed(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-	return v;
 }
 
 /* Exclusive prefix sum of v over the CTA's 128 threads in thread order; ends with a
@@ -272,133 +312,373 @@ __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4]
 	return off + incl - v;
 }
 
-__device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
+/* In a histogram of IDX_BINS buckets (shared memory, or global memory read through L2:
+ * GLOBAL): the bucket b with fewer than need counted above it and at least need at or
+ * above it (ts.bin; -1 where fewer than need are counted) and the count above it
+ * (ts.above). Every thread calls it, after a barrier that follows any earlier read of
+ * ts.bin; it ends with one. */
+template <bool GLOBAL>
+__device__ __forceinline__ void hist_cut(const uint32_t *h, uint32_t need, TailSmem &ts)
 {
-	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
-	const uint32_t k = (uint32_t)a.topk;
-	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
-	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
-	/* its own scores (written before the flush's barrier), in flight across the grid's */
-	float s[kHold];
+	constexpr int NB = IDX_BINS / kWgThreads;
+	const int tid = threadIdx.x, grp = kWgThreads - 1 - tid; /* bins NB (127 - t) .. + NB - 1 */
+	uint32_t c[NB], sum = 0;
+	const uint4 *h4 = reinterpret_cast<const uint4 *>(h + grp * NB);
 #pragma unroll
-	for (int u = 0; u < kHold; u++) {
-		const int e = tid + u * kWgThreads, j = key_of(e);
-		s[u] = e < mine && j < L ? sc[j] : 0.0f;
+	for (int b = 0; b < NB / 4; b++) {
+		const uint4 v = GLOBAL ? __ldcg(h4 + b) : h4[b];
+		c[4 * b] = v.x, c[4 * b + 1] = v.y, c[4 * b + 2] = v.z, c[4 * b + 3] = v.w;
 	}
+#pragma unroll
+	for (int b = 0; b < NB; b++)
+		sum += c[b];
 	if (tid == 0)
 		ts.bin = -1;
-	__syncthreads(); /* every thread's histogram adds issued */
-	/* The row's barrier: the last CTA to arrive finds b* and hands it to every other
-	 * CTA of the row in that CTA's own flag word (one poller per word: no line is
-	 * polled by the whole grid while the arrivals land on it). */
-	const int tiles = (L + kTile - 1) / kTile;
-	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
-	uint32_t *flag = a.flag + (size_t)row * IDX_FLAGS;
-	if (tid == 0)
-		ts.last = arrive(cnt + 2) == want - 1;
-	__syncthreads();
-	if (ts.last) { /* block-uniform */
-		const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
-		uint32_t h[IDX_BINS / kWgThreads], sum = 0;
-		const uint4 *h4 = reinterpret_cast<const uint4 *>(
-			a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads));
+	uint32_t acc = excl_scan128(sum, ts.wsum);
 #pragma unroll
-		for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
-			const uint4 v = __ldcg(h4 + b);
-			h[4 * b] = v.x, h[4 * b + 1] = v.y, h[4 * b + 2] = v.z, h[4 * b + 3] = v.w;
+	for (int b = NB - 1; b >= 0; b--) {
+		if (acc < need && acc + c[b] >= need) {
+			ts.bin = grp * NB + b;
+			ts.above = acc;
 		}
-#pragma unroll
-		for (int b = 0; b < IDX_BINS / kWgThreads; b++)
-			sum += h[b];
-		uint32_t acc = excl_scan128(sum, ts.wsum);
-#pragma unroll
-		for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-			if (acc < k && acc + h[b] >= k) {
-				ts.bin = grp * (IDX_BINS / kWgThreads) + b;
-				cnt[3] = (uint32_t)ts.bin + 1u; /* for the select: no second look */
-				cnt[4] = acc;
-			}
-			acc += h[b];
-		}
-		__syncthreads();
-		/* b* + 1 (none found, which cannot happen with L > k scores counted: 0x800, so
-		 * that the pollers still go) */
-		const uint32_t word = ts.bin < 0 ? 0x800u : (uint32_t)ts.bin + 1u;
-		for (int x = tid; x < (int)want; x += kWgThreads)
-			if (x != cta.x)
-				*reinterpret_cast<volatile uint32_t *>(flag + x) = word;
-	} else {
-		if (tid == 0) {
-			uint32_t word;
-			while (!(word = ld_relaxed(flag + cta.x)))
-				;
-			flag[cta.x] = 0; /* zero at rest; nothing else reads or writes it */
-			ts.bin = word == 0x800u ? -1 : (int)word - 1;
-		}
-		__syncthreads();
+		acc += c[b];
 	}
+	__syncthreads();
+}
+
+/* The row's n selected ids (ids / sc) in ascending order, -1 padded to k, with their
+ * scores: a counting sort on the ids' top 11 bits (counts cnt[IDX_BINS], ids grouped in
+ * by[k]), then each id ranked inside its bucket (a bucket spans max(1, L / 2048) ids). */
+__device__ void fin_sort(const idx_wg_args &a, int row, int L, int n, const int32_t *ids,
+			 const float *sc, uint32_t *cnt, int32_t *by, TailSmem &ts)
+{
+	constexpr int NB = IDX_BINS, BPT = NB / kWgThreads, PER = kFinK / kWgThreads;
+	const int k = a.topk, tid = threadIdx.x;
+	const int nbits = 32 - __clz(L - 1); /* L > k >= 1 */
+	const int shift = nbits > 11 ? nbits - 11 : 0;
+	uint4 *c4 = reinterpret_cast<uint4 *>(cnt + BPT * tid);
+#pragma unroll
+	for (int q = 0; q < BPT / 4; q++)
+		c4[q] = make_uint4(0, 0, 0, 0);
+	__syncthreads();
+	int32_t id[PER];
+	uint32_t bk[PER], pos[PER];
+	float sv[PER];
+#pragma unroll
+	for (int j = 0; j < PER; j++) {
+		const int i = tid + j * kWgThreads;
+		id[j] = i < n ? ids[i] : -1;
+		sv[j] = i < n ? sc[i] : 0.0f;
+		bk[j] = pos[j] = 0;
+		if (id[j] >= 0) {
+			bk[j] = (uint32_t)id[j] >> shift;
+			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCNT);
+	uint32_t c[BPT], sum = 0;
+#pragma unroll
+	for (int q = 0; q < BPT / 4; q++) {
+		const uint4 v = c4[q];
+		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
+	}
+#pragma unroll
+	for (int q = 0; q < BPT; q++)
+		sum += c[q];
+	uint32_t off = excl_scan128(sum, ts.wsum); /* every count is read before its barrier */
+#pragma unroll
+	for (int q = 0; q < BPT / 4; q++) {
+		uint4 v;
+		v.x = off, off += c[4 * q];
+		v.y = off, off += c[4 * q + 1];
+		v.z = off, off += c[4 * q + 2];
+		v.w = off, off += c[4 * q + 3];
+		c4[q] = v;
+	}
+	if (tid == kWgThreads - 1)
+		ts.npub = off; /* the ids sorted (n, unless an id was missing) */
+	__syncthreads();
+	const uint32_t total = ts.npub;
+#pragma unroll
+	for (int j = 0; j < PER; j++)
+		if (id[j] >= 0)
+			by[cnt[bk[j]] + pos[j]] = id[j];
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SSCAT);
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+#pragma unroll
+	for (int j = 0; j < PER; j++) {
+		if (id[j] < 0)
+			continue;
+		const uint32_t s0 = cnt[bk[j]], s1 = bk[j] + 1 < (uint32_t)NB ? cnt[bk[j] + 1] : total;
+		uint32_t at = s0;
+		for (uint32_t q = s0; q < s1; q++)
+			at += by[q] < id[j];
+		oid[at] = id[j];
+		if (osc)
+			osc[at] = sv[j];
+	}
+	for (int i = (int)total + tid; i < k; i += kWgThreads) {
+		oid[i] = -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
+}
+
+/* idx_radix_cut's shared words: the counts in region 0, the rest in TailSmem. */
+struct FinRadix {
+	uint32_t *h256;
+	int &digit, &dcnt;
+	uint32_t &dabove;
+};
+
+/* The last CTA of the row: b*, the keys above it and b*'s, the select, the sort. */
+__device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts,
+			      uint8_t *fin, uint32_t avail)
+{
+	const int tid = threadIdx.x, row = cta.row, L = cta.L, k = a.topk, G = cta.G;
+	const int tiles = (L + kTile - 1) / kTile, want = tiles < G ? tiles : G;
+	const int per = (tiles + G - 1) / G * kTile; /* score slots of the CTAs with the most */
+	const FinLayout fl = fin_layout(G, k, avail);
+	uint32_t *rs = reinterpret_cast<uint32_t *>(fin); /* region 0: the records */
+	int32_t *ids = reinterpret_cast<int32_t *>(fin + fl.ids);
+	float *scs = reinterpret_cast<float *>(fin + fl.sc);
+	uint32_t *ov = reinterpret_cast<uint32_t *>(fin + fl.ov);
+	unsigned long long *cc = reinterpret_cast<unsigned long long *>(fin + fl.cc);
+	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
+	const uint32_t *grec = rec_of(a, row);
+	/* one trip: every record into shared memory (cp.async), the histogram into registers */
+	{
+		const uint32_t d = (uint32_t)__cvta_generic_to_shared(rs);
+		const int chunks = (int)(fin_al16((uint32_t)(kRecW * 4 * want)) / 16);
+		for (int c = tid; c < chunks; c += kWgThreads)
+			cp16(d + 16 * c, grec + 4 * c);
+		asm volatile("cp.async.commit_group;\n" ::: "memory");
+	}
+	if (tid == 0)
+		ts.n_above = ts.n_c = ts.n_ov = ts.n_t = 0;
+	for (int i = tid; i < k; i += kWgThreads)
+		ids[i] = -1; /* every one is filled below; were one not, it would not be sorted */
+	hist_cut<true>(gh, (uint32_t)k, ts);
 	const int bs = ts.bin;
+	const uint32_t above1 = ts.above;
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FCUT);
-	if (bs < 0)
-		return; /* cannot happen (L > k scores counted); the select finds none either */
-	if (ts.last && tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
-		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
-			a.cut_epoch << 12 | (unsigned long long)bs;
+	/* every CTA has arrived: nothing adds to the row's histogram or counter any more */
+	for (int i = tid; i < IDX_BINS / 4; i += kWgThreads)
+		reinterpret_cast<uint4 *>(gh)[i] = make_uint4(0, 0, 0, 0);
+	if (tid == 0)
+		a.count[(size_t)row * IDX_CNT + 2] = 0;
+	wait_groups<0>();
+	__syncthreads(); /* every thread's record copies */
+	if (bs < 0) { /* cannot happen (L > k scores counted): no selection, not a wrong one */
+		for (int i = tid; i < k; i += kWgThreads)
+			a.out_ids[(size_t)row * k + i] = -1;
+		return;
+	}
 	const uint32_t bstar = (uint32_t)bs;
-	uint32_t base;
-	int shift;
-	idx_sub_bounds(bstar, &base, &shift);
-	unsigned long long *sel = a.sel + (size_t)row * k, *cand = a.cand + (size_t)row * a.cap;
-	uint32_t *h2 = a.hist2 + (size_t)row * IDX_BINS2;
-	/* every lane's kHold scores classified first, then one list atomic per warp and
-	 * list (not one per round: those would queue behind each other's return) */
-	unsigned ms[kHold], mc[kHold];
-	uint32_t ns = 0, nc = 0;
-#pragma unroll
-	for (int u = 0; u < kHold; u++) {
-		const int e = tid + u * kWgThreads, j = key_of(e);
-		const bool in = e < mine && j < L;
-		const uint32_t b = in ? idx_bucket_dev(s[u]) : 0u;
-		ms[u] = __ballot_sync(0xffffffffu, in && b > bstar);
-		mc[u] = __ballot_sync(0xffffffffu, in && b == bstar);
-		ns += (uint32_t)__popc(ms[u]);
-		nc += (uint32_t)__popc(mc[u]);
-	}
-	uint32_t as = 0, ac = 0; /* the warp's first places in the two lists */
-	if (lane == 0 && ns)
-		as = atomicAdd(cnt + 0, ns);
-	if (lane == 0 && nc)
-		ac = atomicAdd(cnt + 1, nc);
-	as = __shfl_sync(0xffffffffu, as, 0);
-	ac = __shfl_sync(0xffffffffu, ac, 0);
-	const unsigned lt = (1u << lane) - 1u;
-#pragma unroll
-	for (int u = 0; u < kHold; u++) {
-		const int j = key_of(tid + u * kWgThreads);
-		if (ms[u] >> lane & 1) {
-			const uint32_t at = as + (uint32_t)__popc(ms[u] & lt);
-			if (at < k) /* fewer than k lie above b* */
-				sel[at] = idx_key64(s[u], j);
+	if (tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
+		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
+			a.cut_epoch << 12 | (unsigned long long)bstar;
+	auto classify = [&](unsigned long long key) {
+		const uint32_t b = idx_bucket_dev(idx_key_score(key));
+		if (b > bstar) {
+			const uint32_t at = idx_agg_inc(&ts.n_above, true);
+			if (at < (uint32_t)k) /* fewer than k lie above b* */
+				ids[at] = idx_key_id(key), scs[at] = idx_key_score(key);
+		} else if (b == bstar) {
+			const uint32_t c = idx_agg_inc(&ts.n_c, true);
+			if (c < fl.ccap)
+				cc[c] = key;
 		}
-		if (mc[u] >> lane & 1) {
-			const uint32_t at = ac + (uint32_t)__popc(mc[u] & lt);
-			const unsigned long long key = idx_key64(s[u], j);
-			if (at < a.cap)
-				cand[at] = key;
-			/* one add per sub-bin and warp (equal scores share one) */
-			const uint32_t sb = idx_sub_of((uint32_t)(key >> 32), base, shift);
-			const unsigned same = __match_any_sync(mc[u], sb);
-			if (lane == __ffs(same) - 1)
-				atomicAdd(h2 + sb, (uint32_t)__popc(same));
+	};
+	auto rec_key = [](const uint32_t *r, int q) {
+		return (unsigned long long)r[2 + 2 * q] << 32 | r[1 + 2 * q];
+	};
+	for (int x = tid; x < want; x += kWgThreads) {
+		const uint32_t *r = rs + kRecW * x;
+		const uint32_t w = r[0], pc = w & 0xffffu, np = w >> 16;
+		for (uint32_t q = 0; q < np && q < (uint32_t)kPub; q++)
+			classify(rec_key(r, (int)q));
+		if (pc > bstar) {
+			const uint32_t o = atomicAdd(&ts.n_ov, 1u);
+			if (o < (uint32_t)kOvCap)
+				ov[o] = (uint32_t)x | pc << 16;
 		}
-		as += (uint32_t)__popc(ms[u]);
-		ac += (uint32_t)__popc(mc[u]);
 	}
+	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FLOOP);
+	/* the CTAs that kept scores in [b*, pc) back: fn(score, id) for each of those scores,
+	 * from the listed CTAs' slices, or every CTA's (its pc from its record) when more
+	 * than kOvCap overflowed */
+	const uint32_t nov = ts.n_ov;
+	const bool listed = nov <= (uint32_t)kOvCap;
+	const float *scr = a.scores + (size_t)row * a.sstride;
+	auto slice = [&](auto fn) {
+		const uint32_t total = (listed ? nov : (uint32_t)want) * (uint32_t)per;
+		for (uint32_t i0 = 0; i0 < total; i0 += 4 * kWgThreads) {
+			float v[4];
+			int jj[4];
+			uint32_t pcs[4];
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const uint32_t i = i0 + tid + u * kWgThreads;
+				jj[u] = -1;
+				pcs[u] = 0;
+				v[u] = 0.0f;
+				if (i < total) {
+					const uint32_t o = i / (uint32_t)per, e = i - o * (uint32_t)per;
+					const uint32_t x = listed ? ov[o] & 0xffffu : o;
+					pcs[u] = listed ? ov[o] >> 16 : __ldcg(grec + kRecW * x) & 0xffffu;
+					const int t = (int)x + (int)(e >> 6) * G;
+					const int j = t * kTile + (int)(e & (kTile - 1));
+					if (t < tiles && j < L) {
+						jj[u] = j;
+						v[u] = __ldcg(scr + j);
+					}
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < 4; u++)
+				if (jj[u] >= 0) {
+					const uint32_t b = idx_bucket_dev(v[u]);
+					if (b >= bstar && b < pcs[u])
+						fn(v[u], jj[u]);
+				}
+		}
+	};
+	if (nov) {
+		slice([&](float s, int j) { classify(idx_key64(s, j)); });
+		__syncthreads();
+	}
+	/* the k - above1 largest of b*'s keys (region 0 is free now: the radix's counts) */
+	const uint32_t nc = ts.n_c, need = (uint32_t)k - above1;
+	auto take = [&](unsigned long long key) {
+		const uint32_t at = above1 + idx_agg_inc(&ts.n_t, true);
+		if (at < (uint32_t)k)
+			ids[at] = idx_key_id(key), scs[at] = idx_key_score(key);
+	};
+	FinRadix rx{ rs, ts.digit, ts.dcnt, ts.dabove };
+	unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
+	if (nc <= fl.ccap) {
+		auto each = [&](auto fn) {
+			for (uint32_t i = tid; i < nc; i += kWgThreads)
+				fn(cc[i]);
+		};
+		if (need < nc)
+			idx_radix_cut(each, (int)need, rx, &prefix, &mask);
+		each([&](unsigned long long key) {
+			if ((key & mask) >= prefix)
+				take(key);
+		});
+	} else { /* a crowded bucket (many equal scores): b*'s keys again from global memory */
+		auto each = [&](auto fn) {
+			for (int x = tid; x < want; x += kWgThreads) {
+				uint32_t r[kRecW];
+#pragma unroll
+				for (int q = 0; q < kRecW; q++)
+					r[q] = __ldcg(grec + kRecW * x + q);
+				const uint32_t np = r[0] >> 16;
+				for (uint32_t q = 0; q < np && q < (uint32_t)kPub; q++) {
+					const unsigned long long key = rec_key(r, (int)q);
+					if (idx_bucket_dev(idx_key_score(key)) == bstar)
+						fn(key);
+				}
+			}
+			slice([&](float s, int j) {
+				if (idx_bucket_dev(s) == bstar)
+					fn((unsigned long long)idx_key64(s, j));
+			});
+		};
+		idx_radix_cut(each, (int)need, rx, &prefix, &mask);
+		each([&](unsigned long long key) {
+			if ((key & mask) >= prefix)
+				take(key);
+		});
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
+	fin_sort(a, row, L, k, ids, scs, rs, reinterpret_cast<int32_t *>(rs + IDX_BINS), ts);
+	if (tid == 0) {
+		idx_trace(a.trace, IDX_T_SORT1);
+		idx_trace(a.trace, IDX_T_END);
+	}
+}
+
+/* Each CTA's part, after its histogram flush (lh: its own, in shared memory): publish,
+ * arrive, and the last one finishes the row in the scan's buffers (fin, avail bytes). */
+__device__ void gather_tail(const idx_wg_args &a, const ScanCta &cta, const uint32_t *lh,
+			    TailSmem &ts, uint8_t *fin, uint32_t avail)
+{
+	const int tid = threadIdx.x, row = cta.row, L = cta.L;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
+	float s[kHold];
+	int j[kHold];
+#pragma unroll
+	for (int u = 0; u < kHold; u++) { /* its own scores, written before the flush's barrier */
+		const int e = tid + u * kWgThreads;
+		j[u] = (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1));
+		if (!(e < mine && j[u] < L))
+			j[u] = -1;
+		s[u] = j[u] >= 0 ? sc[j[u]] : 0.0f;
+	}
+	if (tid == 0)
+		ts.npub = 0;
+	hist_cut<false>(lh, (uint32_t)kPub + 1u, ts); /* its barriers order ts.npub's zero too */
+	const uint32_t pc = ts.bin < 0 ? 0u : (uint32_t)ts.bin + 1u;
+	uint32_t *rec = rec_of(a, row) + kRecW * cta.x;
+#pragma unroll
+	for (int u = 0; u < kHold; u++)
+		if (j[u] >= 0 && idx_bucket_dev(s[u]) >= pc) {
+			const uint32_t at = atomicAdd(&ts.npub, 1u); /* < kPub: pc's definition */
+			if (at < (uint32_t)kPub) {
+				const unsigned long long key = idx_key64(s[u], j[u]);
+				rec[1 + 2 * at] = (uint32_t)key;
+				rec[2 + 2 * at] = (uint32_t)(key >> 32);
+			}
+		}
+	__syncthreads();
+	const int tiles = (L + kTile - 1) / kTile;
+	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
+	if (tid == 0) {
+		const uint32_t np = ts.npub < (uint32_t)kPub ? ts.npub : (uint32_t)kPub;
+		rec[0] = pc | np << 16;
+		ts.last = arrive(a.count + (size_t)row * IDX_CNT + 2) == want - 1;
+	}
+	__syncthreads();
+	if (!ts.last)
+		return;
+	gather_finish(a, cta, ts, fin, avail);
+}
+
+/* A row with limit <= k (its CTAs score nothing): CTA 0 writes 0 .. L-1, -1 padded. */
+__device__ void write_unscored(const idx_wg_args &a)
+{
+	const int req = (int)blockIdx.y;
+	if (blockIdx.x != 0 || a.req_rows[req + 1] - a.req_rows[req] < 1)
+		return;
+	const int row = a.req_rows[req], k = a.topk;
+	int L = a.row_limit[row];
+	L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
+	if (L > k)
+		return;
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	for (int i = threadIdx.x; i < k; i += kWgThreads) {
+		oid[i] = i < L ? i : -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
+	if (threadIdx.x == 0 && a.cut_out)
+		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
+			a.cut_epoch << 12 | (unsigned long long)STRATA_INDEXER_CUT_ALL;
 }
 
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
@@ -428,14 +708,18 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 
 /* S - 1 tiles in flight ahead of the one being scored. */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
-	SsSmem<S> &sm = smem_at<SsSmem<S>>(smem_raw);
+	using Smem = SsSmem<S>;
+	Smem &sm = smem_at<Smem>(smem_raw);
 	ScanCta cta;
-	if (!cta.begin(a))
+	if (!cta.begin(a)) {
+		if (a.fused)
+			write_unscored(a);
 		return;
+	}
 	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
 	auto pt_at = [&](int i) { return cta.pt_at(i); };
@@ -514,7 +798,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		scan_tail(a, cta, sm.tail);
+		gather_tail(a, cta, sm.hist, sm.tail, reinterpret_cast<uint8_t *>(&sm),
+			    (uint32_t)offsetof(Smem, tail));
 #endif
 }
 
@@ -573,15 +858,19 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 
 /* Each warp keeps S - 1 of its shares in flight ahead of the one being scored. */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3, "a tile in flight beyond the next one");
 	extern __shared__ uint8_t smem_raw[];
-	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
+	using Smem = RsSmem<S>;
+	Smem &sm = smem_at<Smem>(smem_raw);
 	ScanCta cta;
-	if (!cta.begin(a))
+	if (!cta.begin(a)) {
+		if (a.fused)
+			write_unscored(a);
 		return;
+	}
 	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kMxPage); };
@@ -677,7 +966,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		scan_tail(a, cta, sm.tail);
+		gather_tail(a, cta, sm.hist, sm.tail, reinterpret_cast<uint8_t *>(&sm),
+			    (uint32_t)offsetof(Smem, tail));
 #endif
 }
 
@@ -699,12 +989,13 @@ template <typename K> static int wg_prepare(K kern, size_t smem)
 }
 
 /* One wave: as many CTAs per request as the GPU holds at once, split over the requests.
- * With a->fused asked for, the tail runs where each CTA holds at most kHold * 128 scores
- * (*fused says whether it does), and the launch is then cooperative: every CTA resident
- * at once, or the launch fails. */
+ * With a->fused asked for, the gather tail runs where each CTA holds at most kHold * 128
+ * scores and its records and buffers fit (*fused says whether it does). No CTA waits for
+ * another (each arrives and exits, the last one selects), so the launch needs no
+ * co-residency. */
 template <typename K>
-static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-		     cudaStream_t st, int *fused)
+static int wg_launch(K kern, size_t smem, uint32_t avail, const idx_wg_args *a, int n_req,
+		     int max_limit, cudaStream_t st, int *fused)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
@@ -718,29 +1009,13 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
+	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
+		  gx <= kMaxG && a->topk <= kFinK &&
+		  (size_t)kRecW * 4 * gx + 32 <= a->cap * 8 &&
+		  fin_layout((int)gx, a->topk, avail).ccap >= (uint32_t)kMinCC;
 	*fused = w.fused;
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute at[1];
-	cfg.gridDim = dim3((unsigned)gx, (unsigned)n_req);
-	cfg.blockDim = dim3(kWgThreads);
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = st;
-	at[0].id = cudaLaunchAttributeCooperative;
-	at[0].val.cooperative = 1;
-	cfg.attrs = at;
-	cfg.numAttrs = w.fused ? 1 : 0;
-	e = cudaLaunchKernelEx(&cfg, kern, w);
-	if (e == cudaErrorCooperativeLaunchTooLarge) {
-		/* fewer SMs than the occupancy query saw (MPS, a partitioned GPU): the
-		 * unfused tail needs no co-residency */
-		(void)cudaGetLastError();
-		w.fused = 0;
-		*fused = 0;
-		cfg.numAttrs = 0;
-		e = cudaLaunchKernelEx(&cfg, kern, w);
-	}
-	return (int)e;
+	kern<<<dim3((unsigned)gx, (unsigned)n_req), kWgThreads, smem, st>>>(w);
+	return (int)cudaGetLastError();
 }
 
 extern "C" int idx_wgmma_ready(void)
@@ -767,8 +1042,10 @@ extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, vo
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
 	cudaStream_t st = (cudaStream_t)stream;
-	return a->mx ? wg_launch(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>(), a, n_req,
-				 max_limit, st, fused)
-		     : wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(), a, n_req,
-				 max_limit, st, fused);
+	return a->mx ? wg_launch(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>(),
+				 (uint32_t)offsetof(RsSmem<kRsStages>, tail), a, n_req, max_limit,
+				 st, fused)
+		     : wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(),
+				 (uint32_t)offsetof(SsSmem<kSsStages>, tail), a, n_req, max_limit,
+				 st, fused);
 }
