@@ -62,9 +62,9 @@ struct TailSmem {
 	uint32_t above;   /* ... and the count above it */
 	uint32_t npub;    /* this CTA's published keys */
 	int last;         /* this CTA arrived last at the row's counter */
-	/* the last CTA's: keys above b*, b*'s keys, overflow CTAs, keys taken from b*;
+	/* the last CTA's: a block scan's total, overflow CTAs, keys taken from b* (radix);
 	 * idx_radix_cut's digit */
-	uint32_t n_above, n_c, n_ov, n_t;
+	uint32_t tot, n_ov, n_t;
 	int digit, dcnt;
 	uint32_t dabove;
 };
@@ -241,19 +241,24 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
  *    writes the ids in ascending order; the row's histogram and counter are left zero.
  * This replaces a chain of a b* hand-back to every CTA, their filing of the lists, the
  * grid's completion and the select kernel's launch and list reads (session 11). */
-constexpr int kHold = 4;     /* scores per thread: 512 a CTA, 8 tiles */
+constexpr int kHold = 8;     /* tiles a CTA holds: 512 scores, one per tile in 64 threads */
 constexpr int kPub = 3;      /* keys a CTA publishes */
 constexpr int kRecW = 1 + 2 * kPub; /* a record's words: pc | npub << 16, then the keys */
 constexpr int kFinK = 1024;  /* the largest k the gather tail selects */
-constexpr int kMaxG = 0xffff; /* a CTA's index fits an overflow entry's 16 bits */
+constexpr int kRecPer = 8;   /* records a thread of the last CTA files: G <= 1024 */
+constexpr int kMaxG = kRecPer * kWgThreads;
+constexpr int kRankPer = 4;  /* b*'s keys ranked by a loop over them: up to 512 */
 constexpr int kOvCap = 256;  /* overflow CTAs listed; beyond, every CTA's slice is read */
 constexpr int kMinCC = 256;  /* b*'s keys the last CTA must hold in shared memory */
 
 /* Where the last CTA keeps what, in the scan's buffers (avail bytes before TailSmem):
- * region 0 the records (then the radix's counts, then the sort's counts and ids), the
- * selected ids and scores, the overflow list, and b*'s keys in what is left (cc keys). */
+ * region 0 (r0 bytes) the records, then the overflow CTAs' slices of scores, then the
+ * radix's counts, then the sort's counts and ids; the selected ids and scores; the
+ * overflow list; b*'s keys (ccap of them: kCCWant where region 0 can spare the room, at
+ * least kMinCC, else no gather tail). */
+constexpr int kCCWant = 512;
 struct FinLayout {
-	uint32_t ids, sc, ov, cc, ccap;
+	uint32_t r0, ids, sc, ov, cc, ccap;
 };
 __host__ __device__ constexpr uint32_t fin_al16(uint32_t x)
 {
@@ -261,13 +266,16 @@ __host__ __device__ constexpr uint32_t fin_al16(uint32_t x)
 }
 __host__ __device__ inline FinLayout fin_layout(int G, int k, uint32_t avail)
 {
-	uint32_t r0 = fin_al16((uint32_t)(kRecW * 4 * G));
-	const uint32_t sort = 4u * IDX_BINS + 4u * (uint32_t)k;
-	r0 = r0 > sort ? r0 : sort; /* >= 1 KiB for the radix's 256 counts too */
 	FinLayout l;
-	l.ids = r0;
-	l.sc = l.ids + fin_al16(4u * (uint32_t)k);
-	l.ov = l.sc + fin_al16(4u * (uint32_t)k);
+	const uint32_t rec = fin_al16((uint32_t)(kRecW * 4 * G));
+	const uint32_t sort = 4u * IDX_BINS + 4u * (uint32_t)k; /* >= the radix's 1 KiB */
+	const uint32_t fixed = 8u * (uint32_t)k + 4u * kOvCap;
+	uint32_t need = rec > sort ? rec : sort;
+	uint32_t want = avail > fixed + 8u * kCCWant ? (avail - fixed - 8u * kCCWant) & ~15u : 0u;
+	l.r0 = want > need ? want : need;
+	l.ids = l.r0;
+	l.sc = l.ids + 4u * (uint32_t)k;
+	l.ov = l.sc + 4u * (uint32_t)k;
 	l.cc = l.ov + 4u * kOvCap;
 	l.ccap = avail > l.cc ? (avail - l.cc) / 8u : 0u;
 	return l;
@@ -436,6 +444,57 @@ struct FinRadix {
 	uint32_t &dabove;
 };
 
+/* Files the thread's N items (item(i, &key): 0 none, 1 above b*, 2 in b*; called twice
+ * per item, so it must be cheap and give the same answer) into the above list (ids / sc
+ * from *na) and b*'s keys (cc from *nb, kept while fewer than ccap), without atomics:
+ * one block scan of the two counts places every item. *na, *nb (the same in every
+ * thread) advance by the block's totals. Ends with a barrier. */
+template <int N, typename F>
+__device__ __forceinline__ void fin_file(F item, int32_t *ids, float *sc, unsigned long long *cc,
+					 uint32_t ccap, uint32_t k, uint32_t *na, uint32_t *nb,
+					 TailSmem &ts)
+{
+	static_assert(N <= 32, "2 class bits an item in 64");
+	unsigned long long cls = 0, key;
+	uint32_t ca = 0, cb = 0;
+#pragma unroll
+	for (int i = 0; i < N; i++) {
+		const uint32_t c = item(i, &key);
+		cls |= (unsigned long long)c << (2 * i);
+		ca += c == 1u;
+		cb += c == 2u;
+	}
+	const uint32_t mine = ca | cb << 16; /* ca <= N, totals < 65536: k <= 1024, ccap
+					      * and G * kPub bounded by wg_launch */
+	uint32_t off = excl_scan128(mine, ts.wsum);
+	if (threadIdx.x == kWgThreads - 1)
+		ts.tot = off + mine;
+	__syncthreads();
+	const uint32_t tot = ts.tot;
+	uint32_t pa = *na + (off & 0xffffu), pb = *nb + (off >> 16);
+	if (cls) {
+#pragma unroll
+		for (int i = 0; i < N; i++) {
+			const uint32_t c = (uint32_t)(cls >> (2 * i)) & 3u;
+			if (!c)
+				continue;
+			item(i, &key);
+			if (c == 1u) {
+				if (pa < k) /* fewer than k lie above b* */
+					ids[pa] = idx_key_id(key), sc[pa] = idx_key_score(key);
+				pa++;
+			} else {
+				if (pb < ccap)
+					cc[pb] = key;
+				pb++;
+			}
+		}
+	}
+	*na += tot & 0xffffu;
+	*nb += tot >> 16;
+	__syncthreads(); /* ts.tot and wsum free; the writes done */
+}
+
 /* The last CTA of the row: b*, the keys above it and b*'s, the select, the sort. */
 __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts,
 			      uint8_t *fin, uint32_t avail)
@@ -460,7 +519,7 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 		asm volatile("cp.async.commit_group;\n" ::: "memory");
 	}
 	if (tid == 0)
-		ts.n_above = ts.n_c = ts.n_ov = ts.n_t = 0;
+		ts.n_ov = 0;
 	for (int i = tid; i < k; i += kWgThreads)
 		ids[i] = -1; /* every one is filled below; were one not, it would not be sorted */
 	hist_cut<true>(gh, (uint32_t)k, ts);
@@ -475,35 +534,37 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 		a.count[(size_t)row * IDX_CNT + 2] = 0;
 	wait_groups<0>();
 	__syncthreads(); /* every thread's record copies */
+	int32_t *oid = a.out_ids + (size_t)row * k;
 	if (bs < 0) { /* cannot happen (L > k scores counted): no selection, not a wrong one */
 		for (int i = tid; i < k; i += kWgThreads)
-			a.out_ids[(size_t)row * k + i] = -1;
+			oid[i] = -1;
 		return;
 	}
 	const uint32_t bstar = (uint32_t)bs;
 	if (tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
 		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
 			a.cut_epoch << 12 | (unsigned long long)bstar;
-	auto classify = [&](unsigned long long key) {
-		const uint32_t b = idx_bucket_dev(idx_key_score(key));
-		if (b > bstar) {
-			const uint32_t at = idx_agg_inc(&ts.n_above, true);
-			if (at < (uint32_t)k) /* fewer than k lie above b* */
-				ids[at] = idx_key_id(key), scs[at] = idx_key_score(key);
-		} else if (b == bstar) {
-			const uint32_t c = idx_agg_inc(&ts.n_c, true);
-			if (c < fl.ccap)
-				cc[c] = key;
-		}
-	};
+	auto class_of = [&](uint32_t b) { return b > bstar ? 1u : b == bstar ? 2u : 0u; };
 	auto rec_key = [](const uint32_t *r, int q) {
 		return (unsigned long long)r[2 + 2 * q] << 32 | r[1 + 2 * q];
 	};
+	uint32_t na = 0, nb = 0; /* keys above b*, b*'s keys: filed so far */
+	/* the records: item i = key i % kPub of record tid + 128 (i / kPub); the CTAs whose
+	 * pc lies above b* listed (few: atomics) */
+	fin_file<kRecPer * kPub>(
+		[&](int i, unsigned long long *key) {
+			const int x = tid + kWgThreads * (i / kPub), q = i % kPub;
+			if (x >= want)
+				return 0u;
+			const uint32_t *r = rs + kRecW * x;
+			if ((uint32_t)q >= (r[0] >> 16))
+				return 0u;
+			*key = rec_key(r, q);
+			return class_of(idx_bucket_dev(idx_key_score(*key)));
+		},
+		ids, scs, cc, fl.ccap, (uint32_t)k, &na, &nb, ts);
 	for (int x = tid; x < want; x += kWgThreads) {
-		const uint32_t *r = rs + kRecW * x;
-		const uint32_t w = r[0], pc = w & 0xffffu, np = w >> 16;
-		for (uint32_t q = 0; q < np && q < (uint32_t)kPub; q++)
-			classify(rec_key(r, (int)q));
+		const uint32_t pc = rs[kRecW * x] & 0xffffu;
 		if (pc > bstar) {
 			const uint32_t o = atomicAdd(&ts.n_ov, 1u);
 			if (o < (uint32_t)kOvCap)
@@ -513,93 +574,136 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FLOOP);
-	/* the CTAs that kept scores in [b*, pc) back: fn(score, id) for each of those scores,
-	 * from the listed CTAs' slices, or every CTA's (its pc from its record) when more
-	 * than kOvCap overflowed */
+	/* the CTAs that kept scores in [b*, pc) back: the listed CTAs' slices, or, where more
+	 * than kOvCap overflowed (many equal scores), every CTA's whole slice instead of the
+	 * records (their keys dropped: pc taken as above every bucket) */
 	const uint32_t nov = ts.n_ov;
 	const bool listed = nov <= (uint32_t)kOvCap;
+	const uint32_t nlist = listed ? nov : (uint32_t)want;
 	const float *scr = a.scores + (size_t)row * a.sstride;
-	auto slice = [&](auto fn) {
-		const uint32_t total = (listed ? nov : (uint32_t)want) * (uint32_t)per;
-		for (uint32_t i0 = 0; i0 < total; i0 += 4 * kWgThreads) {
-			float v[4];
-			int jj[4];
-			uint32_t pcs[4];
+	auto cta_of = [&](uint32_t o) { return listed ? ov[o] & 0xffffu : o; };
+	auto pc_of = [&](uint32_t o) { return listed ? ov[o] >> 16 : 0x10000u; };
+	if (nov) {
+		if (!listed)
+			na = nb = 0;
+		/* rounds of as many slices as fit kSlice scores a thread, each one trip */
+		constexpr int kSlice = 32;
+		uint32_t fit = fl.r0 / (4u * (uint32_t)per);
+		fit = fit < kSlice * kWgThreads / (uint32_t)per ? fit : kSlice * kWgThreads / (uint32_t)per;
+		const uint32_t cpt = (uint32_t)per / 4u;
+		const float *sl = reinterpret_cast<const float *>(rs);
+		const uint32_t d = (uint32_t)__cvta_generic_to_shared(rs);
+		for (uint32_t o0 = 0; o0 < nlist; o0 += fit) {
+			const uint32_t m = nlist - o0 < fit ? nlist - o0 : fit;
+			for (uint32_t c = tid; c < m * cpt; c += kWgThreads) {
+				const uint32_t o = c / cpt, w = c - o * cpt; /* 16-byte chunk w of slice o */
+				const int t = (int)cta_of(o0 + o) + (int)(w >> 4) * G;
+				if (t < tiles)
+					cp16(d + 16u * c, scr + (size_t)t * kTile + 4u * (w & 15u));
+			}
+			asm volatile("cp.async.commit_group;\n" ::: "memory");
+			wait_groups<0>();
+			__syncthreads();
+			fin_file<kSlice>(
+				[&](int i, unsigned long long *key) {
+					const uint32_t e = tid + kWgThreads * (uint32_t)i;
+					if (e >= m * (uint32_t)per)
+						return 0u;
+					const uint32_t o = e / (uint32_t)per, r = e - o * (uint32_t)per;
+					const int t = (int)cta_of(o0 + o) + (int)(r >> 6) * G;
+					const int j = t * kTile + (int)(r & (kTile - 1));
+					if (t >= tiles || j >= L)
+						return 0u;
+					const float v = sl[e];
+					const uint32_t b = idx_bucket_dev(v);
+					if (b < bstar || b >= pc_of(o0 + o))
+						return 0u;
+					*key = idx_key64(v, j);
+					return class_of(b);
+				},
+				ids, scs, cc, fl.ccap, (uint32_t)k, &na, &nb, ts);
+		}
+	}
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CLASS);
+	/* the k - above1 largest of b*'s nb keys: each key's rank among them (unique keys)
+	 * is its place after the above1 */
+	const uint32_t nc = nb, need = (uint32_t)k - above1;
+	if (nc <= need) {
+		for (uint32_t i = tid; i < nc; i += kWgThreads)
+			ids[above1 + i] = idx_key_id(cc[i]), scs[above1 + i] = idx_key_score(cc[i]);
+	} else if (nc <= (uint32_t)(kRankPer * kWgThreads) && nc <= fl.ccap) {
+		unsigned long long my[kRankPer];
+		uint32_t rk[kRankPer];
 #pragma unroll
-			for (int u = 0; u < 4; u++) {
-				const uint32_t i = i0 + tid + u * kWgThreads;
-				jj[u] = -1;
-				pcs[u] = 0;
-				v[u] = 0.0f;
-				if (i < total) {
-					const uint32_t o = i / (uint32_t)per, e = i - o * (uint32_t)per;
-					const uint32_t x = listed ? ov[o] & 0xffffu : o;
-					pcs[u] = listed ? ov[o] >> 16 : __ldcg(grec + kRecW * x) & 0xffffu;
-					const int t = (int)x + (int)(e >> 6) * G;
-					const int j = t * kTile + (int)(e & (kTile - 1));
-					if (t < tiles && j < L) {
-						jj[u] = j;
-						v[u] = __ldcg(scr + j);
+		for (int u = 0; u < kRankPer; u++) {
+			const uint32_t i = tid + kWgThreads * (uint32_t)u;
+			my[u] = i < nc ? cc[i] : ~0ull; /* past nc: ranks 0, never taken */
+			rk[u] = 0;
+		}
+#pragma unroll 8
+		for (uint32_t j = 0; j < nc; j++) {
+			const unsigned long long v = cc[j];
+#pragma unroll
+			for (int u = 0; u < kRankPer; u++)
+				rk[u] += v > my[u];
+		}
+#pragma unroll
+		for (int u = 0; u < kRankPer; u++)
+			if (tid + kWgThreads * (uint32_t)u < nc && rk[u] < need)
+				ids[above1 + rk[u]] = idx_key_id(my[u]), scs[above1 + rk[u]] = idx_key_score(my[u]);
+	} else { /* many: a radix select, from shared memory or (crowded) global memory */
+		if (tid == 0)
+			ts.n_t = 0;
+		auto take = [&](unsigned long long key) {
+			const uint32_t at = above1 + idx_agg_inc(&ts.n_t, true);
+			if (at < (uint32_t)k)
+				ids[at] = idx_key_id(key), scs[at] = idx_key_score(key);
+		};
+		FinRadix rx{ rs, ts.digit, ts.dcnt, ts.dabove };
+		unsigned long long prefix = 0, mask = 0;
+		if (nc <= fl.ccap) {
+			auto each = [&](auto fn) {
+				for (uint32_t i = tid; i < nc; i += kWgThreads)
+					fn(cc[i]);
+			};
+			idx_radix_cut(each, (int)need, rx, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
+			});
+		} else {
+			auto each = [&](auto fn) {
+				for (int x = tid; listed && x < want; x += kWgThreads) {
+					uint32_t r[kRecW];
+#pragma unroll
+					for (int q = 0; q < kRecW; q++)
+						r[q] = __ldcg(grec + kRecW * x + q);
+					const uint32_t np = r[0] >> 16;
+					for (uint32_t q = 0; q < np && q < (uint32_t)kPub; q++) {
+						const unsigned long long key = rec_key(r, (int)q);
+						if (idx_bucket_dev(idx_key_score(key)) == bstar)
+							fn(key);
 					}
 				}
-			}
-#pragma unroll
-			for (int u = 0; u < 4; u++)
-				if (jj[u] >= 0) {
-					const uint32_t b = idx_bucket_dev(v[u]);
-					if (b >= bstar && b < pcs[u])
-						fn(v[u], jj[u]);
+				for (uint32_t e = tid; e < nlist * (uint32_t)per; e += kWgThreads) {
+					const uint32_t o = e / (uint32_t)per, r = e - o * (uint32_t)per;
+					const int t = (int)cta_of(o) + (int)(r >> 6) * G;
+					const int j = t * kTile + (int)(r & (kTile - 1));
+					if (t < tiles && j < L) {
+						const float v = __ldcg(scr + j);
+						const uint32_t b = idx_bucket_dev(v);
+						if (b == bstar && b < pc_of(o))
+							fn((unsigned long long)idx_key64(v, j));
+					}
 				}
-		}
-	};
-	if (nov) {
-		slice([&](float s, int j) { classify(idx_key64(s, j)); });
-		__syncthreads();
-	}
-	/* the k - above1 largest of b*'s keys (region 0 is free now: the radix's counts) */
-	const uint32_t nc = ts.n_c, need = (uint32_t)k - above1;
-	auto take = [&](unsigned long long key) {
-		const uint32_t at = above1 + idx_agg_inc(&ts.n_t, true);
-		if (at < (uint32_t)k)
-			ids[at] = idx_key_id(key), scs[at] = idx_key_score(key);
-	};
-	FinRadix rx{ rs, ts.digit, ts.dcnt, ts.dabove };
-	unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
-	if (nc <= fl.ccap) {
-		auto each = [&](auto fn) {
-			for (uint32_t i = tid; i < nc; i += kWgThreads)
-				fn(cc[i]);
-		};
-		if (need < nc)
+			};
 			idx_radix_cut(each, (int)need, rx, &prefix, &mask);
-		each([&](unsigned long long key) {
-			if ((key & mask) >= prefix)
-				take(key);
-		});
-	} else { /* a crowded bucket (many equal scores): b*'s keys again from global memory */
-		auto each = [&](auto fn) {
-			for (int x = tid; x < want; x += kWgThreads) {
-				uint32_t r[kRecW];
-#pragma unroll
-				for (int q = 0; q < kRecW; q++)
-					r[q] = __ldcg(grec + kRecW * x + q);
-				const uint32_t np = r[0] >> 16;
-				for (uint32_t q = 0; q < np && q < (uint32_t)kPub; q++) {
-					const unsigned long long key = rec_key(r, (int)q);
-					if (idx_bucket_dev(idx_key_score(key)) == bstar)
-						fn(key);
-				}
-			}
-			slice([&](float s, int j) {
-				if (idx_bucket_dev(s) == bstar)
-					fn((unsigned long long)idx_key64(s, j));
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
 			});
-		};
-		idx_radix_cut(each, (int)need, rx, &prefix, &mask);
-		each([&](unsigned long long key) {
-			if ((key & mask) >= prefix)
-				take(key);
-		});
+		}
 	}
 	__syncthreads();
 	if (tid == 0)
@@ -612,38 +716,30 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 }
 
 /* Each CTA's part, after its histogram flush (lh: its own, in shared memory): publish,
- * arrive, and the last one finishes the row in the scan's buffers (fin, avail bytes). */
+ * arrive, and the last one finishes the row in the scan's buffers (fin, avail bytes).
+ * own[i]: the score this thread wrote at key position p (0 .. 63; -1: none) of the CTA's
+ * tile i (kHold tiles at most). */
 __device__ void gather_tail(const idx_wg_args &a, const ScanCta &cta, const uint32_t *lh,
-			    TailSmem &ts, uint8_t *fin, uint32_t avail)
+			    TailSmem &ts, uint8_t *fin, uint32_t avail, const float (&own)[kHold], int p)
 {
 	const int tid = threadIdx.x, row = cta.row, L = cta.L;
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
-	float s[kHold];
-	int j[kHold];
-#pragma unroll
-	for (int u = 0; u < kHold; u++) { /* its own scores, written before the flush's barrier */
-		const int e = tid + u * kWgThreads;
-		j[u] = (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1));
-		if (!(e < mine && j[u] < L))
-			j[u] = -1;
-		s[u] = j[u] >= 0 ? sc[j[u]] : 0.0f;
-	}
 	if (tid == 0)
 		ts.npub = 0;
 	hist_cut<false>(lh, (uint32_t)kPub + 1u, ts); /* its barriers order ts.npub's zero too */
 	const uint32_t pc = ts.bin < 0 ? 0u : (uint32_t)ts.bin + 1u;
 	uint32_t *rec = rec_of(a, row) + kRecW * cta.x;
 #pragma unroll
-	for (int u = 0; u < kHold; u++)
-		if (j[u] >= 0 && idx_bucket_dev(s[u]) >= pc) {
+	for (int i = 0; i < kHold; i++) {
+		const int j = (cta.x + i * cta.G) * kTile + p;
+		if (p >= 0 && i < cta.n && j < L && idx_bucket_dev(own[i]) >= pc) {
 			const uint32_t at = atomicAdd(&ts.npub, 1u); /* < kPub: pc's definition */
 			if (at < (uint32_t)kPub) {
-				const unsigned long long key = idx_key64(s[u], j[u]);
+				const unsigned long long key = idx_key64(own[i], j);
 				rec[1 + 2 * at] = (uint32_t)key;
 				rec[2 + 2 * at] = (uint32_t)(key >> 32);
 			}
 		}
+	}
 	__syncthreads();
 	const int tiles = (L + kTile - 1) / kTile;
 	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
@@ -746,6 +842,7 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 	const uint64_t db0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	float *scores = a.scores + (size_t)row * a.sstride;
+	float own[kHold]; /* this thread's scores by tile, for the gather tail */
 
 	for (int i = 0; i < n; i++) {
 		const int slot = i % S, t = cta.x + i * cta.G;
@@ -793,13 +890,15 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 				scores[key] = s;
 				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 			}
+			if (i < kHold)
+				own[i] = s; /* the gather tail's (local memory: a dynamic index) */
 		}
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
 		gather_tail(a, cta, sm.hist, sm.tail, reinterpret_cast<uint8_t *>(&sm),
-			    (uint32_t)offsetof(Smem, tail));
+			    (uint32_t)offsetof(Smem, tail), own, tid < kTile ? tid : -1);
 #endif
 }
 
@@ -903,6 +1002,7 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 		for (int e = 0; e < 2; e++)
 			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
 	float *scores = a.scores + (size_t)row * a.sstride;
+	float own[kHold]; /* this thread's scores by tile, for the gather tail */
 	const int mykey = kWarpKeys * warp + g + 8 * c; /* lanes c < 2 score this key of a tile */
 
 	uint32_t a0[16], a1[16];
@@ -957,6 +1057,8 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 			scores[key] = s;
 			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
+			if (i < kHold)
+				own[i] = s; /* the gather tail's (local memory: a dynamic index) */
 		}
 	};
 	for (int i = 0; i < n; i += 2) {
@@ -967,7 +1069,7 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
 		gather_tail(a, cta, sm.hist, sm.tail, reinterpret_cast<uint8_t *>(&sm),
-			    (uint32_t)offsetof(Smem, tail));
+			    (uint32_t)offsetof(Smem, tail), own, c < 2 ? mykey : -1);
 #endif
 }
 
@@ -1009,7 +1111,7 @@ static int wg_launch(K kern, size_t smem, uint32_t avail, const idx_wg_args *a, 
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
+	w.fused = a->fused && (tiles + gx - 1) / gx <= kHold &&
 		  gx <= kMaxG && a->topk <= kFinK &&
 		  (size_t)kRecW * 4 * gx + 32 <= a->cap * 8 &&
 		  fin_layout((int)gx, a->topk, avail).ccap >= (uint32_t)kMinCC;
