@@ -41,6 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 namespace {
 
@@ -247,7 +248,7 @@ constexpr int kRecW = 1 + 2 * kPub; /* a record's words: pc | npub << 16, then t
 constexpr int kFinK = 1024;  /* the largest k the gather tail selects */
 constexpr int kRecPer = 8;   /* records a thread of the last CTA files: G <= 1024 */
 constexpr int kMaxG = kRecPer * kWgThreads;
-constexpr int kRankPer = 4;  /* b*'s keys ranked by a loop over them: up to 512 */
+constexpr int kSubList = 256; /* keys of b*'s threshold sub-bin ranked among themselves */
 constexpr int kOvCap = 256;  /* overflow CTAs listed; beyond, every CTA's slice is read */
 constexpr int kMinCC = 256;  /* b*'s keys the last CTA must hold in shared memory */
 
@@ -268,7 +269,7 @@ __host__ __device__ inline FinLayout fin_layout(int G, int k, uint32_t avail)
 {
 	FinLayout l;
 	const uint32_t rec = fin_al16((uint32_t)(kRecW * 4 * G));
-	const uint32_t sort = 4u * IDX_BINS + 4u * (uint32_t)k; /* >= the radix's 1 KiB */
+	const uint32_t sort = 4u * IDX_BINS + 8u * (uint32_t)k; /* >= the radix's 1 KiB */
 	const uint32_t fixed = 8u * (uint32_t)k + 4u * kOvCap;
 	uint32_t need = rec > sort ? rec : sort;
 	uint32_t want = avail > fixed + 8u * kCCWant ? (avail - fixed - 8u * kCCWant) & ~15u : 0u;
@@ -354,13 +355,15 @@ __device__ __forceinline__ void hist_cut(const uint32_t *h, uint32_t need, TailS
 	__syncthreads();
 }
 
-/* The row's n selected ids (ids / sc) in ascending order, -1 padded to k, with their
- * scores: a counting sort on the ids' top 11 bits (counts cnt[IDX_BINS], ids grouped in
- * by[k]), then each id ranked inside its bucket (a bucket spans max(1, L / 2048) ids). */
-__device__ void fin_sort(const idx_wg_args &a, int row, int L, int n, const int32_t *ids,
-			 const float *sc, uint32_t *cnt, int32_t *by, TailSmem &ts)
+/* The row's k selected ids (ids / sc; -1: none) in ascending order, -1 padded, with
+ * their scores: a counting sort on the ids' top 11 bits (counts cnt[IDX_BINS], places
+ * pos[k], ids grouped in by[k]), then each id ranked inside its bucket (a bucket spans
+ * max(1, L / 2048) ids). Rolled loops: the last CTA runs this once, from a cold
+ * instruction cache. */
+__device__ void fin_sort(const idx_wg_args &a, int row, int L, const int32_t *ids,
+			 const float *sc, uint32_t *cnt, uint32_t *pos, int32_t *by, TailSmem &ts)
 {
-	constexpr int NB = IDX_BINS, BPT = NB / kWgThreads, PER = kFinK / kWgThreads;
+	constexpr int BPT = IDX_BINS / kWgThreads;
 	const int k = a.topk, tid = threadIdx.x;
 	const int nbits = 32 - __clz(L - 1); /* L > k >= 1 */
 	const int shift = nbits > 11 ? nbits - 11 : 0;
@@ -369,67 +372,61 @@ __device__ void fin_sort(const idx_wg_args &a, int row, int L, int n, const int3
 	for (int q = 0; q < BPT / 4; q++)
 		c4[q] = make_uint4(0, 0, 0, 0);
 	__syncthreads();
-	int32_t id[PER];
-	uint32_t bk[PER], pos[PER];
-	float sv[PER];
-#pragma unroll
-	for (int j = 0; j < PER; j++) {
-		const int i = tid + j * kWgThreads;
-		id[j] = i < n ? ids[i] : -1;
-		sv[j] = i < n ? sc[i] : 0.0f;
-		bk[j] = pos[j] = 0;
-		if (id[j] >= 0) {
-			bk[j] = (uint32_t)id[j] >> shift;
-			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
-		}
+#pragma unroll 1
+	for (int i = tid; i < k; i += kWgThreads) {
+		const int32_t id = ids[i];
+		if (id >= 0)
+			pos[i] = atomicAdd(&cnt[(uint32_t)id >> shift], 1u);
 	}
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SCNT);
-	uint32_t c[BPT], sum = 0;
+	uint32_t sum = 0;
 #pragma unroll
 	for (int q = 0; q < BPT / 4; q++) {
 		const uint4 v = c4[q];
-		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
+		sum += v.x + v.y + v.z + v.w;
 	}
-#pragma unroll
-	for (int q = 0; q < BPT; q++)
-		sum += c[q];
 	uint32_t off = excl_scan128(sum, ts.wsum); /* every count is read before its barrier */
 #pragma unroll
 	for (int q = 0; q < BPT / 4; q++) {
-		uint4 v;
-		v.x = off, off += c[4 * q];
-		v.y = off, off += c[4 * q + 1];
-		v.z = off, off += c[4 * q + 2];
-		v.w = off, off += c[4 * q + 3];
-		c4[q] = v;
+		uint4 v = c4[q], o;
+		o.x = off, off += v.x;
+		o.y = off, off += v.y;
+		o.z = off, off += v.z;
+		o.w = off, off += v.w;
+		c4[q] = o;
 	}
 	if (tid == kWgThreads - 1)
-		ts.npub = off; /* the ids sorted (n, unless an id was missing) */
+		ts.tot = off; /* the ids sorted (k, unless an id was missing) */
 	__syncthreads();
-	const uint32_t total = ts.npub;
-#pragma unroll
-	for (int j = 0; j < PER; j++)
-		if (id[j] >= 0)
-			by[cnt[bk[j]] + pos[j]] = id[j];
+	const uint32_t total = ts.tot;
+#pragma unroll 1
+	for (int i = tid; i < k; i += kWgThreads) {
+		const int32_t id = ids[i];
+		if (id >= 0)
+			by[cnt[(uint32_t)id >> shift] + pos[i]] = id;
+	}
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SSCAT);
 	int32_t *oid = a.out_ids + (size_t)row * k;
 	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-#pragma unroll
-	for (int j = 0; j < PER; j++) {
-		if (id[j] < 0)
+#pragma unroll 1
+	for (int i = tid; i < k; i += kWgThreads) {
+		const int32_t id = ids[i];
+		if (id < 0)
 			continue;
-		const uint32_t s0 = cnt[bk[j]], s1 = bk[j] + 1 < (uint32_t)NB ? cnt[bk[j] + 1] : total;
+		const uint32_t b = (uint32_t)id >> shift;
+		const uint32_t s0 = cnt[b], s1 = b + 1 < (uint32_t)IDX_BINS ? cnt[b + 1] : total;
 		uint32_t at = s0;
 		for (uint32_t q = s0; q < s1; q++)
-			at += by[q] < id[j];
-		oid[at] = id[j];
+			at += by[q] < id;
+		oid[at] = id;
 		if (osc)
-			osc[at] = sv[j];
+			osc[at] = sc[i];
 	}
+#pragma unroll 1
 	for (int i = (int)total + tid; i < k; i += kWgThreads) {
 		oid[i] = -1;
 		if (osc)
@@ -444,50 +441,46 @@ struct FinRadix {
 	uint32_t &dabove;
 };
 
-/* Files the thread's N items (item(i, &key): 0 none, 1 above b*, 2 in b*; called twice
+/* Files the thread's n items (item(i, &key): 0 none, 1 above b*, 2 in b*; called twice
  * per item, so it must be cheap and give the same answer) into the above list (ids / sc
  * from *na) and b*'s keys (cc from *nb, kept while fewer than ccap), without atomics:
  * one block scan of the two counts places every item. *na, *nb (the same in every
- * thread) advance by the block's totals. Ends with a barrier. */
-template <int N, typename F>
-__device__ __forceinline__ void fin_file(F item, int32_t *ids, float *sc, unsigned long long *cc,
-					 uint32_t ccap, uint32_t k, uint32_t *na, uint32_t *nb,
-					 TailSmem &ts)
+ * thread) advance by the block's totals. n <= 32; ends with a barrier. */
+template <typename F>
+__device__ __forceinline__ void fin_file(int n, F item, int32_t *ids, float *sc,
+					 unsigned long long *cc, uint32_t ccap, uint32_t k,
+					 uint32_t *na, uint32_t *nb, TailSmem &ts)
 {
-	static_assert(N <= 32, "2 class bits an item in 64");
 	unsigned long long cls = 0, key;
 	uint32_t ca = 0, cb = 0;
-#pragma unroll
-	for (int i = 0; i < N; i++) {
+#pragma unroll 1
+	for (int i = 0; i < n; i++) {
 		const uint32_t c = item(i, &key);
 		cls |= (unsigned long long)c << (2 * i);
 		ca += c == 1u;
 		cb += c == 2u;
 	}
-	const uint32_t mine = ca | cb << 16; /* ca <= N, totals < 65536: k <= 1024, ccap
-					      * and G * kPub bounded by wg_launch */
+	const uint32_t mine = ca | cb << 16; /* per block scan: < 65536 each (n * 128) */
 	uint32_t off = excl_scan128(mine, ts.wsum);
 	if (threadIdx.x == kWgThreads - 1)
 		ts.tot = off + mine;
 	__syncthreads();
 	const uint32_t tot = ts.tot;
 	uint32_t pa = *na + (off & 0xffffu), pb = *nb + (off >> 16);
-	if (cls) {
-#pragma unroll
-		for (int i = 0; i < N; i++) {
-			const uint32_t c = (uint32_t)(cls >> (2 * i)) & 3u;
-			if (!c)
-				continue;
-			item(i, &key);
-			if (c == 1u) {
-				if (pa < k) /* fewer than k lie above b* */
-					ids[pa] = idx_key_id(key), sc[pa] = idx_key_score(key);
-				pa++;
-			} else {
-				if (pb < ccap)
-					cc[pb] = key;
-				pb++;
-			}
+#pragma unroll 1
+	for (int i = 0; cls && i < n; i++) {
+		const uint32_t c = (uint32_t)(cls >> (2 * i)) & 3u;
+		if (!c)
+			continue;
+		item(i, &key);
+		if (c == 1u) {
+			if (pa < k) /* fewer than k lie above b* */
+				ids[pa] = idx_key_id(key), sc[pa] = idx_key_score(key);
+			pa++;
+		} else {
+			if (pb < ccap)
+				cc[pb] = key;
+			pb++;
 		}
 	}
 	*na += tot & 0xffffu;
@@ -551,7 +544,8 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 	uint32_t na = 0, nb = 0; /* keys above b*, b*'s keys: filed so far */
 	/* the records: item i = key i % kPub of record tid + 128 (i / kPub); the CTAs whose
 	 * pc lies above b* listed (few: atomics) */
-	fin_file<kRecPer * kPub>(
+	fin_file(
+		(want + kWgThreads - 1) / kWgThreads * kPub,
 		[&](int i, unsigned long long *key) {
 			const int x = tid + kWgThreads * (i / kPub), q = i % kPub;
 			if (x >= want)
@@ -604,7 +598,8 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 			asm volatile("cp.async.commit_group;\n" ::: "memory");
 			wait_groups<0>();
 			__syncthreads();
-			fin_file<kSlice>(
+			fin_file(
+				(int)((m * (uint32_t)per + kWgThreads - 1) / kWgThreads),
 				[&](int i, unsigned long long *key) {
 					const uint32_t e = tid + kWgThreads * (uint32_t)i;
 					if (e >= m * (uint32_t)per)
@@ -626,33 +621,80 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_CLASS);
-	/* the k - above1 largest of b*'s nb keys: each key's rank among them (unique keys)
-	 * is its place after the above1 */
+	if (tid == 0 && a.trace)
+		printf("gdbg row %d G %d want %d per %d b* %u above1 %u na %u nb %u nov %u r0 %u ccap %u\n",
+		       row, G, want, per, bstar, above1, na, nb, nov, fl.r0, fl.ccap);
+	/* the k - above1 largest of b*'s nb keys: 256 sub-bins over b*'s span (region 0),
+	 * the sub-bin s* holding the need-th, every key above it taken, and s*'s keys (few,
+	 * listed after the counts) ranked among themselves (unique keys) */
 	const uint32_t nc = nb, need = (uint32_t)k - above1;
-	if (nc <= need) {
+	uint32_t *h = rs, *lst_n = &ts.n_t;
+	unsigned long long *lst = reinterpret_cast<unsigned long long *>(rs + 256);
+	uint32_t base;
+	int shift;
+	idx_sub_bounds(bstar, &base, &shift);
+	auto sub_of = [&](unsigned long long key) {
+		return idx_sub_of((uint32_t)(key >> 32), base, shift) >> 4; /* 4096 / 16 = 256 */
+	};
+	bool done = nc <= need;
+	if (done) {
+#pragma unroll 1
 		for (uint32_t i = tid; i < nc; i += kWgThreads)
 			ids[above1 + i] = idx_key_id(cc[i]), scs[above1 + i] = idx_key_score(cc[i]);
-	} else if (nc <= (uint32_t)(kRankPer * kWgThreads) && nc <= fl.ccap) {
-		unsigned long long my[kRankPer];
-		uint32_t rk[kRankPer];
-#pragma unroll
-		for (int u = 0; u < kRankPer; u++) {
-			const uint32_t i = tid + kWgThreads * (uint32_t)u;
-			my[u] = i < nc ? cc[i] : ~0ull; /* past nc: ranks 0, never taken */
-			rk[u] = 0;
+	} else if (nc <= fl.ccap) {
+		h[tid] = h[tid + kWgThreads] = 0;
+		if (tid == 0)
+			*lst_n = 0;
+		__syncthreads();
+#pragma unroll 1
+		for (uint32_t i = tid; i < nc; i += kWgThreads)
+			atomicAdd(&h[sub_of(cc[i])], 1u);
+		__syncthreads();
+		/* thread t: sub-bins 255 - 2t, 254 - 2t */
+		const uint32_t c1 = h[255 - 2 * tid], c0 = h[254 - 2 * tid];
+		if (tid == 0)
+			ts.bin = -1;
+		uint32_t acc = excl_scan128(c0 + c1, ts.wsum);
+		if (acc < need && acc + c1 >= need)
+			ts.bin = 255 - 2 * tid, ts.above = acc;
+		else if (acc + c1 < need && acc + c1 + c0 >= need)
+			ts.bin = 254 - 2 * tid, ts.above = acc + c1;
+		__syncthreads();
+		const uint32_t s2 = (uint32_t)ts.bin, above2 = ts.above;
+		const uint32_t cnt2 = h[s2];
+		if (cnt2 <= (uint32_t)kSubList) {
+			/* keys above s*: their places by a block scan; s*'s: listed */
+			uint32_t ca = 0;
+#pragma unroll 1
+			for (uint32_t i = tid; i < nc; i += kWgThreads) {
+				const uint32_t sb = sub_of(cc[i]);
+				ca += sb > s2;
+				if (sb == s2)
+					lst[atomicAdd(lst_n, 1u)] = cc[i];
+			}
+			uint32_t at = above1 + excl_scan128(ca, ts.wsum);
+#pragma unroll 1
+			for (uint32_t i = tid; i < nc; i += kWgThreads)
+				if (sub_of(cc[i]) > s2)
+					ids[at] = idx_key_id(cc[i]), scs[at] = idx_key_score(cc[i]), at++;
+			__syncthreads(); /* the list complete */
+			const uint32_t need2 = need - above2;
+#pragma unroll 1
+			for (uint32_t i = tid; i < cnt2; i += kWgThreads) {
+				const unsigned long long key = lst[i];
+				uint32_t rk = 0;
+				for (uint32_t q = 0; q < cnt2; q++)
+					rk += lst[q] > key;
+				if (rk < need2)
+					ids[above1 + above2 + rk] = idx_key_id(key),
+							   scs[above1 + above2 + rk] = idx_key_score(key);
+			}
+			done = true;
 		}
-#pragma unroll 8
-		for (uint32_t j = 0; j < nc; j++) {
-			const unsigned long long v = cc[j];
-#pragma unroll
-			for (int u = 0; u < kRankPer; u++)
-				rk[u] += v > my[u];
-		}
-#pragma unroll
-		for (int u = 0; u < kRankPer; u++)
-			if (tid + kWgThreads * (uint32_t)u < nc && rk[u] < need)
-				ids[above1 + rk[u]] = idx_key_id(my[u]), scs[above1 + rk[u]] = idx_key_score(my[u]);
-	} else { /* many: a radix select, from shared memory or (crowded) global memory */
+		__syncthreads();
+	}
+	if (!done) { /* a crowded sub-bin or bucket (many equal scores): a radix select, from
+		      * shared memory or from global memory */
 		if (tid == 0)
 			ts.n_t = 0;
 		auto take = [&](unsigned long long key) {
@@ -708,7 +750,8 @@ __device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT0);
-	fin_sort(a, row, L, k, ids, scs, rs, reinterpret_cast<int32_t *>(rs + IDX_BINS), ts);
+	fin_sort(a, row, L, ids, scs, rs, rs + IDX_BINS, reinterpret_cast<int32_t *>(rs + IDX_BINS + k),
+		 ts);
 	if (tid == 0) {
 		idx_trace(a.trace, IDX_T_SORT1);
 		idx_trace(a.trace, IDX_T_END);
@@ -728,7 +771,7 @@ __device__ void gather_tail(const idx_wg_args &a, const ScanCta &cta, const uint
 	hist_cut<false>(lh, (uint32_t)kPub + 1u, ts); /* its barriers order ts.npub's zero too */
 	const uint32_t pc = ts.bin < 0 ? 0u : (uint32_t)ts.bin + 1u;
 	uint32_t *rec = rec_of(a, row) + kRecW * cta.x;
-#pragma unroll
+#pragma unroll 1
 	for (int i = 0; i < kHold; i++) {
 		const int j = (cta.x + i * cta.G) * kTile + p;
 		if (p >= 0 && i < cta.n && j < L && idx_bucket_dev(own[i]) >= pc) {
