@@ -81,9 +81,9 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
-	/* the gather tail (indexer_wgmma.cu gather_tail): asked for; its scratch (count
-	 * slot 2, the candidate list for the CTAs' records) and the call's outputs */
-	int fused;
+	/* the gather select (indexer_wgmma.cu gather_kernel): asked for; its scratch (the
+	 * candidate list for the scan CTAs' records) and the call's outputs */
+	int fused, gx; /* gx: the scan's CTAs per request (wg_launch sets it) */
 	uint32_t *count;
 	unsigned long long *cand; /* [rows][cap] */
 	size_t cap;
@@ -461,8 +461,8 @@ __device__ void idx_radix_cut(E each, int need, SM &sm, unsigned long long *pref
 #define IDX_BINS 2048         /* first-pass histogram buckets (fp16 of the score) */
 #define IDX_BINS2 4096        /* second-level bins inside the threshold bucket */
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
-#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done
-			       * (a fused scan's CTAs arrived: gather_tail), 1 spare */
+#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done,
+			       * 1 spare */
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */

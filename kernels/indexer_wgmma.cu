@@ -37,6 +37,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cub/block/block_scan.cuh>
+
 #include "kernels/indexer_int.h"
 
 #include <stddef.h>
@@ -59,15 +61,8 @@ constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibble
 /* The tail's shared words (beside the scan's buffers, which FinSmem reuses). */
 struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
-	int bin;          /* hist_cut's bucket */
-	uint32_t above;   /* ... and the count above it */
-	uint32_t npub;    /* this CTA's published keys */
-	int last;         /* this CTA arrived last at the row's counter */
-	/* the last CTA's: a block scan's total, overflow CTAs, keys taken from b* (radix);
-	 * idx_radix_cut's digit */
-	uint32_t tot, n_ov, n_t;
-	int digit, dcnt;
-	uint32_t dabove;
+	int bin;          /* the CTA's local cut bucket */
+	uint32_t npub;    /* its published keys */
 };
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
@@ -225,78 +220,40 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 	wait_groups<0>(); /* the trailing empty groups */
 }
 
-/* ---- the gather tail: the whole top-k in the scan's launch ------------------------------
- * With idx_wg_args.fused (each CTA holds at most kHold * 128 scores; the last CTA's
- * buffers fit, see fin_layout), the scan's CTAs select the row themselves and no other
- * kernel follows:
- *  - each CTA, once its histogram is flushed, publishes a record (kRecB bytes in the
- *    row's candidate list): its local cut pc, the lowest bucket with at most kPub of its
- *    scores at or above it, and those (at most kPub) scores as keys;
- *  - it arrives at the row's counter (count slot 2) and, unless it is the last, exits;
- *  - the last one reads the row's histogram and every record in one trip, finds the
- *    threshold bucket b*, takes every published key above b* and keeps b*'s. A CTA whose
- *    pc lies above b* may hold unpublished scores in [b*, pc): their slices are read
- *    back from the scores (a CTA holds ~0.9 of the ~700 entries at or above b* at 1M
- *    keys, so ~1 % of CTAs, more where the top entries cluster);
- *  - among b*'s keys a radix select picks the k - above1 largest, and a counting sort
- *    writes the ids in ascending order; the row's histogram and counter are left zero.
- * This replaces a chain of a b* hand-back to every CTA, their filing of the lists, the
- * grid's completion and the select kernel's launch and list reads (session 11). */
-constexpr int kHold = 8;     /* tiles a CTA holds: 512 scores, one per tile in 64 threads */
-constexpr int kPub = 3;      /* keys a CTA publishes */
-constexpr int kRecW = 1 + 2 * kPub; /* a record's words: pc | npub << 16, then the keys */
-constexpr int kFinK = 1024;  /* the largest k the gather tail selects */
-constexpr int kRecPer = 8;   /* records a thread of the last CTA files: G <= 1024 */
-constexpr int kMaxG = kRecPer * kWgThreads;
-constexpr int kSubList = 256; /* keys of b*'s threshold sub-bin ranked among themselves */
+/* ---- the gather select: the top-k from the scan's records ------------------------------
+ * With idx_wg_args.fused (each scan CTA holds at most kHold tiles, k <= kGK, G <= kGK),
+ * no filter runs:
+ *  - each scan CTA, once its histogram is flushed, publishes a record (64 bytes in
+ *    the row's candidate list): its local cut pc, the lowest bucket with at most kPub of
+ *    its scores at or above it, and those scores as keys; then it exits;
+ *  - gather_kernel (one CTA of kGK threads a row, the scan's programmatic dependent)
+ *    reads the row's histogram and every record in one trip, finds the threshold bucket
+ *    b*, files every published key above b* and keeps b*'s. A CTA whose pc lies above
+ *    b* may hold unpublished scores in [b*, pc): their slices are read back from the
+ *    scores (a CTA holds ~0.9 of the ~700 entries at or above b* at 1M keys, so with
+ *    kPub = 7 that is rare, more where the top entries cluster). Among b*'s keys a
+ *    256-bin sub-histogram and a rank inside the threshold sub-bin pick the k - above1
+ *    largest, and a counting sort writes the ids in ascending order.
+ * Against the filter path this drops a launch, the filter's b* search in every CTA, its
+ * filing of the lists and the select's list reads. (Finishing the row in the scan's last
+ * CTA instead, 128 threads, measured 35 us a call at 1M keys against 23: one warp a
+ * scheduler runs a dependent chain at ~9 cycles an instruction; bench/results/
+ * 2026-11-30-h200-s12.) */
+constexpr int kHold = 8;     /* tiles a scan CTA holds: one score a tile in 64 threads */
+constexpr int kPub = 7;      /* keys a scan CTA publishes */
+constexpr int kRecW = 16;    /* a record's words: pc | npub << 16, 0, then 7 keys */
+constexpr int kGK = 1024;    /* gather_kernel's threads: one record (G <= kGK), one id (k) */
+constexpr int kGCC = 2048;   /* b*'s keys kept in shared memory (more: a crowded bucket) */
 constexpr int kOvCap = 256;  /* overflow CTAs listed; beyond, every CTA's slice is read */
-constexpr int kMinCC = 256;  /* b*'s keys the last CTA must hold in shared memory */
-
-/* Where the last CTA keeps what, in the scan's buffers (avail bytes before TailSmem):
- * region 0 (r0 bytes) the records, then the overflow CTAs' slices of scores, then the
- * radix's counts, then the sort's counts and ids; the selected ids and scores; the
- * overflow list; b*'s keys (ccap of them: kCCWant where region 0 can spare the room, at
- * least kMinCC, else no gather tail). */
-constexpr int kCCWant = 512;
-struct FinLayout {
-	uint32_t r0, ids, sc, ov, cc, ccap;
-};
-__host__ __device__ constexpr uint32_t fin_al16(uint32_t x)
-{
-	return (x + 15u) & ~15u;
-}
-__host__ __device__ inline FinLayout fin_layout(int G, int k, uint32_t avail)
-{
-	FinLayout l;
-	const uint32_t rec = fin_al16((uint32_t)(kRecW * 4 * G));
-	const uint32_t sort = 4u * IDX_BINS + 8u * (uint32_t)k; /* >= the radix's 1 KiB */
-	const uint32_t fixed = 8u * (uint32_t)k + 4u * kOvCap;
-	uint32_t need = rec > sort ? rec : sort;
-	uint32_t want = avail > fixed + 8u * kCCWant ? (avail - fixed - 8u * kCCWant) & ~15u : 0u;
-	l.r0 = want > need ? want : need;
-	l.ids = l.r0;
-	l.sc = l.ids + 4u * (uint32_t)k;
-	l.ov = l.sc + 4u * (uint32_t)k;
-	l.cc = l.ov + 4u * kOvCap;
-	l.ccap = avail > l.cc ? (avail - l.cc) / 8u : 0u;
-	return l;
-}
+constexpr int kSubList = 256; /* keys of b*'s threshold sub-bin ranked among themselves */
+constexpr int kSliceF = 4 * kGK; /* scores of overflow slices a round */
 
 /* The row's records: kRecW words a CTA from a 16-byte aligned start in its candidate
- * list (which holds cap >= (kRecW * 4 G + 32) / 8 keys; wg_launch checks). */
-__device__ __forceinline__ uint32_t *rec_of(const idx_wg_args &a, int row)
+ * list (which holds cap >= 8 G + 2 keys; wg_launch checks). */
+__device__ __forceinline__ uint4 *rec_of(const idx_wg_args &a, int row)
 {
 	const uintptr_t p = reinterpret_cast<uintptr_t>(a.cand + (size_t)row * a.cap);
-	return reinterpret_cast<uint32_t *>((p + 15) & ~(uintptr_t)15);
-}
-
-/* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
- * writes, and acquire of the earlier arrivals'); returns the count before it. */
-__device__ __forceinline__ uint32_t arrive(uint32_t *ctr)
-{
-	uint32_t old;
-	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(ctr) : "memory");
-	return old;
+	return reinterpret_cast<uint4 *>((p + 15) & ~(uintptr_t)15);
 }
 
 /* Exclusive prefix sum of v over the CTA's 128 threads in thread order; ends with a
@@ -321,480 +278,54 @@ __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4]
 	return off + incl - v;
 }
 
-/* In a histogram of IDX_BINS buckets (shared memory, or global memory read through L2:
- * GLOBAL): the bucket b with fewer than need counted above it and at least need at or
- * above it (ts.bin; -1 where fewer than need are counted) and the count above it
- * (ts.above). Every thread calls it, after a barrier that follows any earlier read of
- * ts.bin; it ends with one. */
-template <bool GLOBAL>
-__device__ __forceinline__ void hist_cut(const uint32_t *h, uint32_t need, TailSmem &ts)
+/* A scan CTA's part, after its histogram flush (lh: its own, in shared memory): its
+ * record. own[i]: the score this thread wrote at key position p (0 .. 63; -1: none) of
+ * the CTA's tile i. */
+__device__ void publish(const idx_wg_args &a, const ScanCta &cta, const uint32_t *lh,
+			TailSmem &ts, const float (&own)[kHold], int p)
 {
 	constexpr int NB = IDX_BINS / kWgThreads;
-	const int tid = threadIdx.x, grp = kWgThreads - 1 - tid; /* bins NB (127 - t) .. + NB - 1 */
-	uint32_t c[NB], sum = 0;
-	const uint4 *h4 = reinterpret_cast<const uint4 *>(h + grp * NB);
-#pragma unroll
-	for (int b = 0; b < NB / 4; b++) {
-		const uint4 v = GLOBAL ? __ldcg(h4 + b) : h4[b];
-		c[4 * b] = v.x, c[4 * b + 1] = v.y, c[4 * b + 2] = v.z, c[4 * b + 3] = v.w;
-	}
-#pragma unroll
-	for (int b = 0; b < NB; b++)
-		sum += c[b];
-	if (tid == 0)
-		ts.bin = -1;
-	uint32_t acc = excl_scan128(sum, ts.wsum);
-#pragma unroll
-	for (int b = NB - 1; b >= 0; b--) {
-		if (acc < need && acc + c[b] >= need) {
-			ts.bin = grp * NB + b;
-			ts.above = acc;
-		}
-		acc += c[b];
-	}
-	__syncthreads();
-}
-
-/* The row's k selected ids (ids / sc; -1: none) in ascending order, -1 padded, with
- * their scores: a counting sort on the ids' top 11 bits (counts cnt[IDX_BINS], places
- * pos[k], ids grouped in by[k]), then each id ranked inside its bucket (a bucket spans
- * max(1, L / 2048) ids). Rolled loops: the last CTA runs this once, from a cold
- * instruction cache. */
-__device__ void fin_sort(const idx_wg_args &a, int row, int L, const int32_t *ids,
-			 const float *sc, uint32_t *cnt, uint32_t *pos, int32_t *by, TailSmem &ts)
-{
-	constexpr int BPT = IDX_BINS / kWgThreads;
-	const int k = a.topk, tid = threadIdx.x;
-	const int nbits = 32 - __clz(L - 1); /* L > k >= 1 */
-	const int shift = nbits > 11 ? nbits - 11 : 0;
-	uint4 *c4 = reinterpret_cast<uint4 *>(cnt + BPT * tid);
-#pragma unroll
-	for (int q = 0; q < BPT / 4; q++)
-		c4[q] = make_uint4(0, 0, 0, 0);
-	__syncthreads();
-#pragma unroll 1
-	for (int i = tid; i < k; i += kWgThreads) {
-		const int32_t id = ids[i];
-		if (id >= 0)
-			pos[i] = atomicAdd(&cnt[(uint32_t)id >> shift], 1u);
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SCNT);
-	uint32_t sum = 0;
-#pragma unroll
-	for (int q = 0; q < BPT / 4; q++) {
-		const uint4 v = c4[q];
-		sum += v.x + v.y + v.z + v.w;
-	}
-	uint32_t off = excl_scan128(sum, ts.wsum); /* every count is read before its barrier */
-#pragma unroll
-	for (int q = 0; q < BPT / 4; q++) {
-		uint4 v = c4[q], o;
-		o.x = off, off += v.x;
-		o.y = off, off += v.y;
-		o.z = off, off += v.z;
-		o.w = off, off += v.w;
-		c4[q] = o;
-	}
-	if (tid == kWgThreads - 1)
-		ts.tot = off; /* the ids sorted (k, unless an id was missing) */
-	__syncthreads();
-	const uint32_t total = ts.tot;
-#pragma unroll 1
-	for (int i = tid; i < k; i += kWgThreads) {
-		const int32_t id = ids[i];
-		if (id >= 0)
-			by[cnt[(uint32_t)id >> shift] + pos[i]] = id;
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SSCAT);
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-#pragma unroll 1
-	for (int i = tid; i < k; i += kWgThreads) {
-		const int32_t id = ids[i];
-		if (id < 0)
-			continue;
-		const uint32_t b = (uint32_t)id >> shift;
-		const uint32_t s0 = cnt[b], s1 = b + 1 < (uint32_t)IDX_BINS ? cnt[b + 1] : total;
-		uint32_t at = s0;
-		for (uint32_t q = s0; q < s1; q++)
-			at += by[q] < id;
-		oid[at] = id;
-		if (osc)
-			osc[at] = sc[i];
-	}
-#pragma unroll 1
-	for (int i = (int)total + tid; i < k; i += kWgThreads) {
-		oid[i] = -1;
-		if (osc)
-			osc[i] = 0.0f;
-	}
-}
-
-/* idx_radix_cut's shared words: the counts in region 0, the rest in TailSmem. */
-struct FinRadix {
-	uint32_t *h256;
-	int &digit, &dcnt;
-	uint32_t &dabove;
-};
-
-/* Files the thread's n items (item(i, &key): 0 none, 1 above b*, 2 in b*; called twice
- * per item, so it must be cheap and give the same answer) into the above list (ids / sc
- * from *na) and b*'s keys (cc from *nb, kept while fewer than ccap), without atomics:
- * one block scan of the two counts places every item. *na, *nb (the same in every
- * thread) advance by the block's totals. n <= 32; ends with a barrier. */
-template <typename F>
-__device__ __forceinline__ void fin_file(int n, F item, int32_t *ids, float *sc,
-					 unsigned long long *cc, uint32_t ccap, uint32_t k,
-					 uint32_t *na, uint32_t *nb, TailSmem &ts)
-{
-	unsigned long long cls = 0, key;
-	uint32_t ca = 0, cb = 0;
-#pragma unroll 1
-	for (int i = 0; i < n; i++) {
-		const uint32_t c = item(i, &key);
-		cls |= (unsigned long long)c << (2 * i);
-		ca += c == 1u;
-		cb += c == 2u;
-	}
-	const uint32_t mine = ca | cb << 16; /* per block scan: < 65536 each (n * 128) */
-	uint32_t off = excl_scan128(mine, ts.wsum);
-	if (threadIdx.x == kWgThreads - 1)
-		ts.tot = off + mine;
-	__syncthreads();
-	const uint32_t tot = ts.tot;
-	uint32_t pa = *na + (off & 0xffffu), pb = *nb + (off >> 16);
-#pragma unroll 1
-	for (int i = 0; cls && i < n; i++) {
-		const uint32_t c = (uint32_t)(cls >> (2 * i)) & 3u;
-		if (!c)
-			continue;
-		item(i, &key);
-		if (c == 1u) {
-			if (pa < k) /* fewer than k lie above b* */
-				ids[pa] = idx_key_id(key), sc[pa] = idx_key_score(key);
-			pa++;
-		} else {
-			if (pb < ccap)
-				cc[pb] = key;
-			pb++;
-		}
-	}
-	*na += tot & 0xffffu;
-	*nb += tot >> 16;
-	__syncthreads(); /* ts.tot and wsum free; the writes done */
-}
-
-/* The last CTA of the row: b*, the keys above it and b*'s, the select, the sort. */
-__device__ void gather_finish(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts,
-			      uint8_t *fin, uint32_t avail)
-{
-	const int tid = threadIdx.x, row = cta.row, L = cta.L, k = a.topk, G = cta.G;
-	const int tiles = (L + kTile - 1) / kTile, want = tiles < G ? tiles : G;
-	const int per = (tiles + G - 1) / G * kTile; /* score slots of the CTAs with the most */
-	const FinLayout fl = fin_layout(G, k, avail);
-	uint32_t *rs = reinterpret_cast<uint32_t *>(fin); /* region 0: the records */
-	int32_t *ids = reinterpret_cast<int32_t *>(fin + fl.ids);
-	float *scs = reinterpret_cast<float *>(fin + fl.sc);
-	uint32_t *ov = reinterpret_cast<uint32_t *>(fin + fl.ov);
-	unsigned long long *cc = reinterpret_cast<unsigned long long *>(fin + fl.cc);
-	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-	const uint32_t *grec = rec_of(a, row);
-	/* one trip: every record into shared memory (cp.async), the histogram into registers */
-	{
-		const uint32_t d = (uint32_t)__cvta_generic_to_shared(rs);
-		const int chunks = (int)(fin_al16((uint32_t)(kRecW * 4 * want)) / 16);
-		for (int c = tid; c < chunks; c += kWgThreads)
-			cp16(d + 16 * c, grec + 4 * c);
-		asm volatile("cp.async.commit_group;\n" ::: "memory");
-	}
-	if (tid == 0)
-		ts.n_ov = 0;
-	for (int i = tid; i < k; i += kWgThreads)
-		ids[i] = -1; /* every one is filled below; were one not, it would not be sorted */
-	hist_cut<true>(gh, (uint32_t)k, ts);
-	const int bs = ts.bin;
-	const uint32_t above1 = ts.above;
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_FCUT);
-	/* every CTA has arrived: nothing adds to the row's histogram or counter any more */
-	for (int i = tid; i < IDX_BINS / 4; i += kWgThreads)
-		reinterpret_cast<uint4 *>(gh)[i] = make_uint4(0, 0, 0, 0);
-	if (tid == 0)
-		a.count[(size_t)row * IDX_CNT + 2] = 0;
-	wait_groups<0>();
-	__syncthreads(); /* every thread's record copies */
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	if (bs < 0) { /* cannot happen (L > k scores counted): no selection, not a wrong one */
-		for (int i = tid; i < k; i += kWgThreads)
-			oid[i] = -1;
-		return;
-	}
-	const uint32_t bstar = (uint32_t)bs;
-	if (tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
-		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
-			a.cut_epoch << 12 | (unsigned long long)bstar;
-	auto class_of = [&](uint32_t b) { return b > bstar ? 1u : b == bstar ? 2u : 0u; };
-	auto rec_key = [](const uint32_t *r, int q) {
-		return (unsigned long long)r[2 + 2 * q] << 32 | r[1 + 2 * q];
-	};
-	uint32_t na = 0, nb = 0; /* keys above b*, b*'s keys: filed so far */
-	/* the records: item i = key i % kPub of record tid + 128 (i / kPub); the CTAs whose
-	 * pc lies above b* listed (few: atomics) */
-	fin_file(
-		(want + kWgThreads - 1) / kWgThreads * kPub,
-		[&](int i, unsigned long long *key) {
-			const int x = tid + kWgThreads * (i / kPub), q = i % kPub;
-			if (x >= want)
-				return 0u;
-			const uint32_t *r = rs + kRecW * x;
-			if ((uint32_t)q >= (r[0] >> 16))
-				return 0u;
-			*key = rec_key(r, q);
-			return class_of(idx_bucket_dev(idx_key_score(*key)));
-		},
-		ids, scs, cc, fl.ccap, (uint32_t)k, &na, &nb, ts);
-	for (int x = tid; x < want; x += kWgThreads) {
-		const uint32_t pc = rs[kRecW * x] & 0xffffu;
-		if (pc > bstar) {
-			const uint32_t o = atomicAdd(&ts.n_ov, 1u);
-			if (o < (uint32_t)kOvCap)
-				ov[o] = (uint32_t)x | pc << 16;
-		}
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_FLOOP);
-	/* the CTAs that kept scores in [b*, pc) back: the listed CTAs' slices, or, where more
-	 * than kOvCap overflowed (many equal scores), every CTA's whole slice instead of the
-	 * records (their keys dropped: pc taken as above every bucket) */
-	const uint32_t nov = ts.n_ov;
-	const bool listed = nov <= (uint32_t)kOvCap;
-	const uint32_t nlist = listed ? nov : (uint32_t)want;
-	const float *scr = a.scores + (size_t)row * a.sstride;
-	auto cta_of = [&](uint32_t o) { return listed ? ov[o] & 0xffffu : o; };
-	auto pc_of = [&](uint32_t o) { return listed ? ov[o] >> 16 : 0x10000u; };
-	if (nov) {
-		if (!listed)
-			na = nb = 0;
-		/* rounds of as many slices as fit kSlice scores a thread, each one trip */
-		constexpr int kSlice = 32;
-		uint32_t fit = fl.r0 / (4u * (uint32_t)per);
-		fit = fit < kSlice * kWgThreads / (uint32_t)per ? fit : kSlice * kWgThreads / (uint32_t)per;
-		const uint32_t cpt = (uint32_t)per / 4u;
-		const float *sl = reinterpret_cast<const float *>(rs);
-		const uint32_t d = (uint32_t)__cvta_generic_to_shared(rs);
-		for (uint32_t o0 = 0; o0 < nlist; o0 += fit) {
-			const uint32_t m = nlist - o0 < fit ? nlist - o0 : fit;
-			for (uint32_t c = tid; c < m * cpt; c += kWgThreads) {
-				const uint32_t o = c / cpt, w = c - o * cpt; /* 16-byte chunk w of slice o */
-				const int t = (int)cta_of(o0 + o) + (int)(w >> 4) * G;
-				if (t < tiles)
-					cp16(d + 16u * c, scr + (size_t)t * kTile + 4u * (w & 15u));
-			}
-			asm volatile("cp.async.commit_group;\n" ::: "memory");
-			wait_groups<0>();
-			__syncthreads();
-			fin_file(
-				(int)((m * (uint32_t)per + kWgThreads - 1) / kWgThreads),
-				[&](int i, unsigned long long *key) {
-					const uint32_t e = tid + kWgThreads * (uint32_t)i;
-					if (e >= m * (uint32_t)per)
-						return 0u;
-					const uint32_t o = e / (uint32_t)per, r = e - o * (uint32_t)per;
-					const int t = (int)cta_of(o0 + o) + (int)(r >> 6) * G;
-					const int j = t * kTile + (int)(r & (kTile - 1));
-					if (t >= tiles || j >= L)
-						return 0u;
-					const float v = sl[e];
-					const uint32_t b = idx_bucket_dev(v);
-					if (b < bstar || b >= pc_of(o0 + o))
-						return 0u;
-					*key = idx_key64(v, j);
-					return class_of(b);
-				},
-				ids, scs, cc, fl.ccap, (uint32_t)k, &na, &nb, ts);
-		}
-	}
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_CLASS);
-	if (tid == 0 && a.trace)
-		printf("gdbg row %d G %d want %d per %d b* %u above1 %u na %u nb %u nov %u r0 %u ccap %u\n",
-		       row, G, want, per, bstar, above1, na, nb, nov, fl.r0, fl.ccap);
-	/* the k - above1 largest of b*'s nb keys: 256 sub-bins over b*'s span (region 0),
-	 * the sub-bin s* holding the need-th, every key above it taken, and s*'s keys (few,
-	 * listed after the counts) ranked among themselves (unique keys) */
-	const uint32_t nc = nb, need = (uint32_t)k - above1;
-	uint32_t *h = rs, *lst_n = &ts.n_t;
-	unsigned long long *lst = reinterpret_cast<unsigned long long *>(rs + 256);
-	uint32_t base;
-	int shift;
-	idx_sub_bounds(bstar, &base, &shift);
-	auto sub_of = [&](unsigned long long key) {
-		return idx_sub_of((uint32_t)(key >> 32), base, shift) >> 4; /* 4096 / 16 = 256 */
-	};
-	bool done = nc <= need;
-	if (done) {
-#pragma unroll 1
-		for (uint32_t i = tid; i < nc; i += kWgThreads)
-			ids[above1 + i] = idx_key_id(cc[i]), scs[above1 + i] = idx_key_score(cc[i]);
-	} else if (nc <= fl.ccap) {
-		h[tid] = h[tid + kWgThreads] = 0;
-		if (tid == 0)
-			*lst_n = 0;
-		__syncthreads();
-#pragma unroll 1
-		for (uint32_t i = tid; i < nc; i += kWgThreads)
-			atomicAdd(&h[sub_of(cc[i])], 1u);
-		__syncthreads();
-		/* thread t: sub-bins 255 - 2t, 254 - 2t */
-		const uint32_t c1 = h[255 - 2 * tid], c0 = h[254 - 2 * tid];
-		if (tid == 0)
-			ts.bin = -1;
-		uint32_t acc = excl_scan128(c0 + c1, ts.wsum);
-		if (acc < need && acc + c1 >= need)
-			ts.bin = 255 - 2 * tid, ts.above = acc;
-		else if (acc + c1 < need && acc + c1 + c0 >= need)
-			ts.bin = 254 - 2 * tid, ts.above = acc + c1;
-		__syncthreads();
-		const uint32_t s2 = (uint32_t)ts.bin, above2 = ts.above;
-		const uint32_t cnt2 = h[s2];
-		if (cnt2 <= (uint32_t)kSubList) {
-			/* keys above s*: their places by a block scan; s*'s: listed */
-			uint32_t ca = 0;
-#pragma unroll 1
-			for (uint32_t i = tid; i < nc; i += kWgThreads) {
-				const uint32_t sb = sub_of(cc[i]);
-				ca += sb > s2;
-				if (sb == s2)
-					lst[atomicAdd(lst_n, 1u)] = cc[i];
-			}
-			uint32_t at = above1 + excl_scan128(ca, ts.wsum);
-#pragma unroll 1
-			for (uint32_t i = tid; i < nc; i += kWgThreads)
-				if (sub_of(cc[i]) > s2)
-					ids[at] = idx_key_id(cc[i]), scs[at] = idx_key_score(cc[i]), at++;
-			__syncthreads(); /* the list complete */
-			const uint32_t need2 = need - above2;
-#pragma unroll 1
-			for (uint32_t i = tid; i < cnt2; i += kWgThreads) {
-				const unsigned long long key = lst[i];
-				uint32_t rk = 0;
-				for (uint32_t q = 0; q < cnt2; q++)
-					rk += lst[q] > key;
-				if (rk < need2)
-					ids[above1 + above2 + rk] = idx_key_id(key),
-							   scs[above1 + above2 + rk] = idx_key_score(key);
-			}
-			done = true;
-		}
-		__syncthreads();
-	}
-	if (!done) { /* a crowded sub-bin or bucket (many equal scores): a radix select, from
-		      * shared memory or from global memory */
-		if (tid == 0)
-			ts.n_t = 0;
-		auto take = [&](unsigned long long key) {
-			const uint32_t at = above1 + idx_agg_inc(&ts.n_t, true);
-			if (at < (uint32_t)k)
-				ids[at] = idx_key_id(key), scs[at] = idx_key_score(key);
-		};
-		FinRadix rx{ rs, ts.digit, ts.dcnt, ts.dabove };
-		unsigned long long prefix = 0, mask = 0;
-		if (nc <= fl.ccap) {
-			auto each = [&](auto fn) {
-				for (uint32_t i = tid; i < nc; i += kWgThreads)
-					fn(cc[i]);
-			};
-			idx_radix_cut(each, (int)need, rx, &prefix, &mask);
-			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix)
-					take(key);
-			});
-		} else {
-			auto each = [&](auto fn) {
-				for (int x = tid; listed && x < want; x += kWgThreads) {
-					uint32_t r[kRecW];
-#pragma unroll
-					for (int q = 0; q < kRecW; q++)
-						r[q] = __ldcg(grec + kRecW * x + q);
-					const uint32_t np = r[0] >> 16;
-					for (uint32_t q = 0; q < np && q < (uint32_t)kPub; q++) {
-						const unsigned long long key = rec_key(r, (int)q);
-						if (idx_bucket_dev(idx_key_score(key)) == bstar)
-							fn(key);
-					}
-				}
-				for (uint32_t e = tid; e < nlist * (uint32_t)per; e += kWgThreads) {
-					const uint32_t o = e / (uint32_t)per, r = e - o * (uint32_t)per;
-					const int t = (int)cta_of(o) + (int)(r >> 6) * G;
-					const int j = t * kTile + (int)(r & (kTile - 1));
-					if (t < tiles && j < L) {
-						const float v = __ldcg(scr + j);
-						const uint32_t b = idx_bucket_dev(v);
-						if (b == bstar && b < pc_of(o))
-							fn((unsigned long long)idx_key64(v, j));
-					}
-				}
-			};
-			idx_radix_cut(each, (int)need, rx, &prefix, &mask);
-			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix)
-					take(key);
-			});
-		}
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SORT0);
-	fin_sort(a, row, L, ids, scs, rs, rs + IDX_BINS, reinterpret_cast<int32_t *>(rs + IDX_BINS + k),
-		 ts);
-	if (tid == 0) {
-		idx_trace(a.trace, IDX_T_SORT1);
-		idx_trace(a.trace, IDX_T_END);
-	}
-}
-
-/* Each CTA's part, after its histogram flush (lh: its own, in shared memory): publish,
- * arrive, and the last one finishes the row in the scan's buffers (fin, avail bytes).
- * own[i]: the score this thread wrote at key position p (0 .. 63; -1: none) of the CTA's
- * tile i (kHold tiles at most). */
-__device__ void gather_tail(const idx_wg_args &a, const ScanCta &cta, const uint32_t *lh,
-			    TailSmem &ts, uint8_t *fin, uint32_t avail, const float (&own)[kHold], int p)
-{
 	const int tid = threadIdx.x, row = cta.row, L = cta.L;
-	if (tid == 0)
-		ts.npub = 0;
-	hist_cut<false>(lh, (uint32_t)kPub + 1u, ts); /* its barriers order ts.npub's zero too */
+	const uint32_t need = (uint32_t)kPub + 1u;
+	/* pc: one above the bucket where the count from the top reaches kPub + 1 (0 where
+	 * the CTA holds fewer) */
+	{
+		const int grp = kWgThreads - 1 - tid; /* bins NB (127 - t) .. + NB - 1 */
+		uint32_t c[NB], sum = 0;
+		const uint4 *h4 = reinterpret_cast<const uint4 *>(lh + grp * NB);
+#pragma unroll
+		for (int b = 0; b < NB / 4; b++) {
+			const uint4 v = h4[b];
+			c[4 * b] = v.x, c[4 * b + 1] = v.y, c[4 * b + 2] = v.z, c[4 * b + 3] = v.w;
+		}
+#pragma unroll
+		for (int b = 0; b < NB; b++)
+			sum += c[b];
+		if (tid == 0)
+			ts.bin = -1, ts.npub = 0;
+		uint32_t acc = excl_scan128(sum, ts.wsum);
+#pragma unroll
+		for (int b = NB - 1; b >= 0; b--) {
+			if (acc < need && acc + c[b] >= need)
+				ts.bin = grp * NB + b;
+			acc += c[b];
+		}
+		__syncthreads();
+	}
 	const uint32_t pc = ts.bin < 0 ? 0u : (uint32_t)ts.bin + 1u;
-	uint32_t *rec = rec_of(a, row) + kRecW * cta.x;
+	uint32_t *rec = reinterpret_cast<uint32_t *>(rec_of(a, row) + 4 * cta.x);
 #pragma unroll 1
 	for (int i = 0; i < kHold; i++) {
 		const int j = (cta.x + i * cta.G) * kTile + p;
 		if (p >= 0 && i < cta.n && j < L && idx_bucket_dev(own[i]) >= pc) {
-			const uint32_t at = atomicAdd(&ts.npub, 1u); /* < kPub: pc's definition */
-			if (at < (uint32_t)kPub) {
-				const unsigned long long key = idx_key64(own[i], j);
-				rec[1 + 2 * at] = (uint32_t)key;
-				rec[2 + 2 * at] = (uint32_t)(key >> 32);
-			}
+			const uint32_t at = atomicAdd(&ts.npub, 1u); /* < kPub + 1: pc's definition */
+			if (at < (uint32_t)kPub)
+				*reinterpret_cast<unsigned long long *>(rec + 2 + 2 * at) = idx_key64(own[i], j);
 		}
 	}
 	__syncthreads();
-	const int tiles = (L + kTile - 1) / kTile;
-	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
-	if (tid == 0) {
-		const uint32_t np = ts.npub < (uint32_t)kPub ? ts.npub : (uint32_t)kPub;
-		rec[0] = pc | np << 16;
-		ts.last = arrive(a.count + (size_t)row * IDX_CNT + 2) == want - 1;
-	}
-	__syncthreads();
-	if (!ts.last)
-		return;
-	gather_finish(a, cta, ts, fin, avail);
+	if (tid == 0)
+		rec[0] = pc | (ts.npub < (uint32_t)kPub ? ts.npub : (uint32_t)kPub) << 16;
 }
 
 /* A row with limit <= k (its CTAs score nothing): CTA 0 writes 0 .. L-1, -1 padded. */
@@ -810,7 +341,7 @@ __device__ void write_unscored(const idx_wg_args &a)
 		return;
 	int32_t *oid = a.out_ids + (size_t)row * k;
 	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	for (int i = threadIdx.x; i < k; i += kWgThreads) {
+	for (int i = threadIdx.x; i < k; i += blockDim.x) {
 		oid[i] = i < L ? i : -1;
 		if (osc)
 			osc[i] = 0.0f;
@@ -818,6 +349,366 @@ __device__ void write_unscored(const idx_wg_args &a)
 	if (threadIdx.x == 0 && a.cut_out)
 		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
 			a.cut_epoch << 12 | (unsigned long long)STRATA_INDEXER_CUT_ALL;
+}
+
+typedef cub::BlockScan<uint32_t, kGK> GScan;
+
+struct GSmem {
+	GScan::TempStorage scan;
+	int32_t ids[kGK]; /* the selected ids and scores */
+	float sc[kGK];
+	unsigned long long cc[kGCC]; /* b*'s keys */
+	union {
+		float sl[kSliceF];   /* a round of overflow slices */
+		struct {
+			uint32_t cnt[IDX_BINS];
+			uint32_t pos[kGK];
+			int32_t by[kGK];
+		} s;                  /* the sort */
+		struct {
+			uint32_t h[256];
+			unsigned long long lst[kSubList];
+		} b;                  /* b*'s select */
+	} u;
+	uint32_t ov[kOvCap];
+	int bin, bin2;
+	uint32_t above, above2, tot, n_ov, n_l, n_t;
+	int digit, dcnt;
+	uint32_t dabove;
+	uint32_t h256[256]; /* idx_radix_cut's */
+};
+
+/* Files each thread's n items (item(i): the key and its class, 0 none, 1 above b*, 2 in
+ * b*; called twice an item) into the above list (ids / sc from *na) and b*'s keys (cc
+ * from *nb, kept while fewer than kGCC) by one block scan of the two counts. */
+struct GItem {
+	unsigned long long key;
+	uint32_t c;
+};
+template <typename F>
+__device__ __forceinline__ void g_file(int n, F item, GSmem &sm, uint32_t k, uint32_t *na,
+				       uint32_t *nb)
+{
+	uint32_t cls = 0, ca = 0, cb = 0;
+	for (int i = 0; i < n; i++) {
+		const uint32_t c = item(i).c;
+		cls |= c << (2 * i);
+		ca += c == 1u;
+		cb += c == 2u;
+	}
+	uint32_t off, tot;
+	GScan(sm.scan).ExclusiveSum(ca | cb << 16, off, tot); /* < 65536 each: n * kGK */
+	uint32_t pa = *na + (off & 0xffffu), pb = *nb + (off >> 16);
+	for (int i = 0; cls && i < n; i++) {
+		const uint32_t c = cls >> (2 * i) & 3u;
+		if (!c)
+			continue;
+		const unsigned long long key = item(i).key;
+		if (c == 1u) {
+			if (pa < k) /* fewer than k lie above b* */
+				sm.ids[pa] = idx_key_id(key), sm.sc[pa] = idx_key_score(key);
+			pa++;
+		} else {
+			if (pb < (uint32_t)kGCC)
+				sm.cc[pb] = key;
+			pb++;
+		}
+	}
+	*na += tot & 0xffffu;
+	*nb += tot >> 16;
+	__syncthreads(); /* the writes done; the scan's storage free */
+}
+
+/* grid n_req, kGK threads: the select of each scored row from its scan's records and
+ * histogram (the scan's programmatic dependent). */
+__global__ void __launch_bounds__(kGK) gather_kernel(const idx_wg_args a)
+{
+	__shared__ GSmem sm;
+	const int tid = threadIdx.x, req = (int)blockIdx.x, k = a.topk, G = a.gx;
+	idx_pdl_wait(); /* the scan's completion and memory */
+	if (a.req_rows[req + 1] - a.req_rows[req] < 1)
+		return;
+	const int row = a.req_rows[req];
+	int L = a.row_limit[row];
+	L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
+	if (L <= k)
+		return; /* the scan's CTA 0 wrote it */
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SEL0);
+	const int tiles = (L + kTile - 1) / kTile, want = tiles < G ? tiles : G;
+	const int per = (tiles + G - 1) / G * kTile; /* score slots of the CTAs with the most */
+	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
+	const uint4 *rec = rec_of(a, row);
+	/* one trip: two histogram bins a thread (2047 - 2t, 2046 - 2t) and record t */
+	const uint2 hv = __ldcg(reinterpret_cast<const uint2 *>(gh) + (kGK - 1 - tid));
+	uint4 r[kRecW / 4];
+#pragma unroll
+	for (int q = 0; q < kRecW / 4; q++)
+		r[q] = tid < want ? __ldcg(rec + 4 * tid + q) : make_uint4(0, 0, 0, 0);
+	if (tid == 0)
+		sm.bin = -1, sm.n_ov = 0, sm.n_l = 0, sm.n_t = 0;
+	for (int i = tid; i < k; i += kGK)
+		sm.ids[i] = -1; /* every one is filled below; were one not, it would not be sorted */
+	uint32_t acc, total;
+	GScan(sm.scan).ExclusiveSum(hv.x + hv.y, acc, total);
+	if (acc < (uint32_t)k && acc + hv.y >= (uint32_t)k)
+		sm.bin = 2 * (kGK - 1 - tid) + 1, sm.above = acc;
+	else if (acc + hv.y < (uint32_t)k && acc + hv.y + hv.x >= (uint32_t)k)
+		sm.bin = 2 * (kGK - 1 - tid), sm.above = acc + hv.y;
+	reinterpret_cast<uint2 *>(gh)[kGK - 1 - tid] = make_uint2(0, 0); /* zero at rest */
+	__syncthreads();
+	const int bs = sm.bin;
+	const uint32_t above1 = sm.above;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FCUT);
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	if (bs < 0) { /* cannot happen (L > k scores counted): no selection, not a wrong one */
+		for (int i = tid; i < k; i += kGK)
+			oid[i] = -1;
+		return;
+	}
+	const uint32_t bstar = (uint32_t)bs;
+	if (tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
+		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
+			a.cut_epoch << 12 | (unsigned long long)bstar;
+	auto class_of = [&](uint32_t b) { return b > bstar ? 1u : b == bstar ? 2u : 0u; };
+	uint32_t na = 0, nb = 0; /* keys above b*, b*'s keys: filed so far */
+	/* record tid's keys; an overflowing CTA listed */
+	const uint32_t w0 = r[0].x, pc = w0 & 0xffffu, np = w0 >> 16;
+	auto rkey = [&](int q) { /* key q: words 2 + 2q, 3 + 2q */
+		const int wd = 2 + 2 * q;
+		const uint4 v = r[wd >> 2];
+		return (wd & 2) ? (unsigned long long)v.w << 32 | v.z
+				: (unsigned long long)v.y << 32 | v.x;
+	};
+	g_file(
+		kPub,
+		[&](int q) {
+			GItem it = { 0, 0 };
+			if ((uint32_t)q < np) {
+				it.key = rkey(q);
+				it.c = class_of(idx_bucket_dev(idx_key_score(it.key)));
+			}
+			return it;
+		},
+		sm, (uint32_t)k, &na, &nb);
+	if (tid < want && pc > bstar) {
+		const uint32_t o = atomicAdd(&sm.n_ov, 1u);
+		if (o < (uint32_t)kOvCap)
+			sm.ov[o] = (uint32_t)tid | pc << 16;
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FLOOP);
+	/* the CTAs that kept scores in [b*, pc) back: the listed CTAs' slices, or, where more
+	 * than kOvCap overflowed (many equal scores), every CTA's whole slice instead of the
+	 * records (their keys dropped: pc taken as above every bucket) */
+	const uint32_t nov = sm.n_ov;
+	const bool listed = nov <= (uint32_t)kOvCap;
+	const uint32_t nlist = listed ? nov : (uint32_t)want;
+	const float *scr = a.scores + (size_t)row * a.sstride;
+	auto cta_of = [&](uint32_t o) { return listed ? sm.ov[o] & 0xffffu : o; };
+	auto pc_of = [&](uint32_t o) { return listed ? sm.ov[o] >> 16 : 0x10000u; };
+	if (nov) {
+		if (!listed)
+			na = nb = 0;
+		const uint32_t fit = (uint32_t)kSliceF / (uint32_t)per, cpt = (uint32_t)per / 4u;
+		const uint32_t d = (uint32_t)__cvta_generic_to_shared(sm.u.sl);
+		for (uint32_t o0 = 0; o0 < nlist; o0 += fit) {
+			const uint32_t m = nlist - o0 < fit ? nlist - o0 : fit;
+			for (uint32_t c = tid; c < m * cpt; c += kGK) {
+				const uint32_t o = c / cpt, w = c - o * cpt; /* 16-byte chunk w of slice o */
+				const int t = (int)cta_of(o0 + o) + (int)(w >> 4) * G;
+				if (t < tiles)
+					cp16(d + 16u * c, scr + (size_t)t * kTile + 4u * (w & 15u));
+			}
+			asm volatile("cp.async.commit_group;\n" ::: "memory");
+			wait_groups<0>();
+			__syncthreads();
+			g_file(
+				kSliceF / kGK,
+				[&](int i) {
+					const uint32_t e = tid + kGK * (uint32_t)i;
+					GItem it = { 0, 0 };
+					if (e < m * (uint32_t)per) {
+						const uint32_t o = e / (uint32_t)per, rr = e - o * (uint32_t)per;
+						const int t = (int)cta_of(o0 + o) + (int)(rr >> 6) * G;
+						const int j = t * kTile + (int)(rr & (kTile - 1));
+						const float v = sm.u.sl[e];
+						const uint32_t b = idx_bucket_dev(v);
+						if (t < tiles && j < L && b >= bstar && b < pc_of(o0 + o)) {
+							it.key = idx_key64(v, j);
+							it.c = class_of(b);
+						}
+					}
+					return it;
+				},
+				sm, (uint32_t)k, &na, &nb);
+		}
+	}
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CLASS);
+	/* the k - above1 largest of b*'s nb keys: 256 sub-bins over b*'s span, the sub-bin
+	 * s* holding the need-th, every key above it taken, and s*'s keys ranked among
+	 * themselves (unique keys) */
+	const uint32_t nc = nb, need = (uint32_t)k - above1;
+	bool done = nc <= need;
+	if (done) {
+		for (uint32_t i = tid; i < nc; i += kGK)
+			sm.ids[above1 + i] = idx_key_id(sm.cc[i]), sm.sc[above1 + i] = idx_key_score(sm.cc[i]);
+	} else if (nc <= (uint32_t)kGCC) {
+		uint32_t base;
+		int shift;
+		idx_sub_bounds(bstar, &base, &shift);
+		auto sub_of = [&](unsigned long long key) {
+			return idx_sub_of((uint32_t)(key >> 32), base, shift) >> 4; /* 4096 / 16 */
+		};
+		if (tid < 256)
+			sm.u.b.h[tid] = 0;
+		__syncthreads();
+		for (uint32_t i = tid; i < nc; i += kGK)
+			atomicAdd(&sm.u.b.h[sub_of(sm.cc[i])], 1u);
+		__syncthreads();
+		if (tid < 32) { /* lane l: sub-bins 255 - 8l down to 248 - 8l */
+			uint32_t c[8], sum = 0;
+#pragma unroll
+			for (int b = 0; b < 8; b++)
+				sum += c[b] = sm.u.b.h[255 - 8 * tid - b];
+			uint32_t incl = sum;
+#pragma unroll
+			for (int o = 1; o < 32; o <<= 1) {
+				const uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+				if (tid >= o)
+					incl += v;
+			}
+			uint32_t ac = incl - sum;
+#pragma unroll
+			for (int b = 0; b < 8; b++) {
+				if (ac < need && ac + c[b] >= need)
+					sm.bin2 = 255 - 8 * tid - b, sm.above2 = ac;
+				ac += c[b];
+			}
+		}
+		__syncthreads();
+		const uint32_t s2 = (uint32_t)sm.bin2, above2 = sm.above2, cnt2 = sm.u.b.h[s2];
+		if (cnt2 <= (uint32_t)kSubList) {
+			/* keys above s*: their places by a block scan (nc <= 2 kGK: two a thread) */
+			uint32_t ca = 0;
+			for (uint32_t i = tid; i < nc; i += kGK) {
+				const uint32_t sb = sub_of(sm.cc[i]);
+				ca += sb > s2;
+				if (sb == s2)
+					sm.u.b.lst[atomicAdd(&sm.n_l, 1u)] = sm.cc[i];
+			}
+			uint32_t at, tt;
+			GScan(sm.scan).ExclusiveSum(ca, at, tt);
+			at += above1;
+			for (uint32_t i = tid; i < nc; i += kGK)
+				if (sub_of(sm.cc[i]) > s2)
+					sm.ids[at] = idx_key_id(sm.cc[i]), sm.sc[at] = idx_key_score(sm.cc[i]), at++;
+			__syncthreads(); /* the list complete */
+			const uint32_t need2 = need - above2, at2 = above1 + above2;
+			if (tid < cnt2) {
+				const unsigned long long key = sm.u.b.lst[tid];
+				uint32_t rk = 0;
+				for (uint32_t q = 0; q < cnt2; q++)
+					rk += sm.u.b.lst[q] > key;
+				if (rk < need2)
+					sm.ids[at2 + rk] = idx_key_id(key), sm.sc[at2 + rk] = idx_key_score(key);
+			}
+			done = true;
+		}
+		__syncthreads();
+	}
+	if (!done) { /* a crowded sub-bin or bucket (many equal scores): a radix select, from
+		      * shared memory or from global memory */
+		auto take = [&](unsigned long long key) {
+			const uint32_t at = above1 + idx_agg_inc(&sm.n_t, true);
+			if (at < (uint32_t)k)
+				sm.ids[at] = idx_key_id(key), sm.sc[at] = idx_key_score(key);
+		};
+		unsigned long long prefix = 0, mask = 0;
+		auto each = [&](auto fn) {
+			if (nc <= (uint32_t)kGCC) {
+				for (uint32_t i = tid; i < nc; i += kGK)
+					fn(sm.cc[i]);
+				return;
+			}
+			for (int x = tid; listed && x < want; x += kGK) {
+				uint32_t rw[kRecW];
+#pragma unroll
+				for (int q = 0; q < kRecW / 4; q++) {
+					const uint4 v = __ldcg(rec + 4 * x + q);
+					rw[4 * q] = v.x, rw[4 * q + 1] = v.y, rw[4 * q + 2] = v.z, rw[4 * q + 3] = v.w;
+				}
+#pragma unroll
+				for (int q = 0; q < kPub; q++) {
+					const unsigned long long key =
+						(unsigned long long)rw[3 + 2 * q] << 32 | rw[2 + 2 * q];
+					if ((uint32_t)q < (rw[0] >> 16) &&
+					    idx_bucket_dev(idx_key_score(key)) == bstar)
+						fn(key);
+				}
+			}
+			for (uint32_t e = tid; e < nlist * (uint32_t)per; e += kGK) {
+				const uint32_t o = e / (uint32_t)per, rr = e - o * (uint32_t)per;
+				const int t = (int)cta_of(o) + (int)(rr >> 6) * G;
+				const int j = t * kTile + (int)(rr & (kTile - 1));
+				if (t < tiles && j < L) {
+					const float v = __ldcg(scr + j);
+					const uint32_t b = idx_bucket_dev(v);
+					if (b == bstar && b < pc_of(o))
+						fn((unsigned long long)idx_key64(v, j));
+				}
+			}
+		};
+		idx_radix_cut(each, (int)need, sm, &prefix, &mask);
+		each([&](unsigned long long key) {
+			if ((key & mask) >= prefix)
+				take(key);
+		});
+		__syncthreads();
+	}
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
+	/* ascending ids: a counting sort on the top 11 bits (2048 buckets, two a thread),
+	 * then each id ranked inside its bucket (max(1, L / 2048) ids a bucket) */
+	const int nbits = 32 - __clz(L - 1), shift = nbits > 11 ? nbits - 11 : 0;
+	reinterpret_cast<uint2 *>(sm.u.s.cnt)[tid] = make_uint2(0, 0);
+	__syncthreads();
+	const int32_t id = tid < k ? sm.ids[tid] : -1;
+	const uint32_t bk = id >= 0 ? (uint32_t)id >> shift : 0u;
+	uint32_t pos = 0;
+	if (id >= 0)
+		pos = atomicAdd(&sm.u.s.cnt[bk], 1u);
+	__syncthreads();
+	const uint2 c2 = reinterpret_cast<const uint2 *>(sm.u.s.cnt)[tid];
+	uint32_t off, tot;
+	GScan(sm.scan).ExclusiveSum(c2.x + c2.y, off, tot);
+	reinterpret_cast<uint2 *>(sm.u.s.cnt)[tid] = make_uint2(off, off + c2.x);
+	__syncthreads();
+	if (id >= 0)
+		sm.u.s.by[sm.u.s.cnt[bk] + pos] = id;
+	__syncthreads();
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	if (id >= 0) {
+		const uint32_t s0 = sm.u.s.cnt[bk], s1 = bk + 1 < (uint32_t)IDX_BINS ? sm.u.s.cnt[bk + 1] : tot;
+		uint32_t at = s0;
+		for (uint32_t q = s0; q < s1; q++)
+			at += sm.u.s.by[q] < id;
+		oid[at] = id;
+		if (osc)
+			osc[at] = sm.sc[tid];
+	}
+	for (int i = (int)tot + tid; i < k; i += kGK) {
+		oid[i] = -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
+	if (tid == 0) {
+		idx_trace(a.trace, IDX_T_SORT1);
+		idx_trace(a.trace, IDX_T_END);
+	}
 }
 
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
@@ -851,8 +742,7 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
-	using Smem = SsSmem<S>;
-	Smem &sm = smem_at<Smem>(smem_raw);
+	SsSmem<S> &sm = smem_at<SsSmem<S>>(smem_raw);
 	ScanCta cta;
 	if (!cta.begin(a)) {
 		if (a.fused)
@@ -940,8 +830,7 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		gather_tail(a, cta, sm.hist, sm.tail, reinterpret_cast<uint8_t *>(&sm),
-			    (uint32_t)offsetof(Smem, tail), own, tid < kTile ? tid : -1);
+		publish(a, cta, sm.hist, sm.tail, own, tid < kTile ? tid : -1);
 #endif
 }
 
@@ -1005,8 +894,7 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3, "a tile in flight beyond the next one");
 	extern __shared__ uint8_t smem_raw[];
-	using Smem = RsSmem<S>;
-	Smem &sm = smem_at<Smem>(smem_raw);
+	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
 	ScanCta cta;
 	if (!cta.begin(a)) {
 		if (a.fused)
@@ -1111,8 +999,7 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		gather_tail(a, cta, sm.hist, sm.tail, reinterpret_cast<uint8_t *>(&sm),
-			    (uint32_t)offsetof(Smem, tail), own, c < 2 ? mykey : -1);
+		publish(a, cta, sm.hist, sm.tail, own, c < 2 ? mykey : -1);
 #endif
 }
 
@@ -1134,13 +1021,12 @@ template <typename K> static int wg_prepare(K kern, size_t smem)
 }
 
 /* One wave: as many CTAs per request as the GPU holds at once, split over the requests.
- * With a->fused asked for, the gather tail runs where each CTA holds at most kHold * 128
- * scores and its records and buffers fit (*fused says whether it does). No CTA waits for
- * another (each arrives and exits, the last one selects), so the launch needs no
- * co-residency. */
+ * With a->fused asked for, where each CTA holds at most kHold tiles, k and G are at most
+ * kGK and the records fit the candidate list, the CTAs publish records and gather_kernel
+ * follows as the scan's programmatic dependent (*fused says whether it does). */
 template <typename K>
-static int wg_launch(K kern, size_t smem, uint32_t avail, const idx_wg_args *a, int n_req,
-		     int max_limit, cudaStream_t st, int *fused)
+static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
+		     cudaStream_t st, int *fused)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
@@ -1154,13 +1040,23 @@ static int wg_launch(K kern, size_t smem, uint32_t avail, const idx_wg_args *a, 
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	w.fused = a->fused && (tiles + gx - 1) / gx <= kHold &&
-		  gx <= kMaxG && a->topk <= kFinK &&
-		  (size_t)kRecW * 4 * gx + 32 <= a->cap * 8 &&
-		  fin_layout((int)gx, a->topk, avail).ccap >= (uint32_t)kMinCC;
+	w.gx = (int)gx;
+	w.fused = a->fused && (tiles + gx - 1) / gx <= kHold && gx <= kGK && a->topk <= kGK &&
+		  (size_t)gx * (kRecW / 2) + 2 <= a->cap;
 	*fused = w.fused;
 	kern<<<dim3((unsigned)gx, (unsigned)n_req), kWgThreads, smem, st>>>(w);
-	return (int)cudaGetLastError();
+	if ((e = cudaGetLastError()) != cudaSuccess || !w.fused)
+		return (int)e;
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute at[1];
+	cfg.gridDim = dim3((unsigned)n_req);
+	cfg.blockDim = dim3(kGK);
+	cfg.stream = st;
+	at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at[0].val.programmaticStreamSerializationAllowed = 1;
+	cfg.attrs = at;
+	cfg.numAttrs = 1;
+	return (int)cudaLaunchKernelEx(&cfg, gather_kernel, w);
 }
 
 extern "C" int idx_wgmma_ready(void)
@@ -1187,10 +1083,8 @@ extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, vo
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
 	cudaStream_t st = (cudaStream_t)stream;
-	return a->mx ? wg_launch(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>(),
-				 (uint32_t)offsetof(RsSmem<kRsStages>, tail), a, n_req, max_limit,
-				 st, fused)
-		     : wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(),
-				 (uint32_t)offsetof(SsSmem<kSsStages>, tail), a, n_req, max_limit,
-				 st, fused);
+	return a->mx ? wg_launch(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>(), a, n_req,
+				 max_limit, st, fused)
+		     : wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(), a, n_req,
+				 max_limit, st, fused);
 }
