@@ -28,9 +28,10 @@
  *            candidate list overflowed); then a counting sort of the k ids. Shared
  *            counters are incremented once per warp and address (agg_inc), so equal
  *            scores do not serialise. Rows with limit <= k are written 0..limit-1.
- * The wgmma scans (indexer_wgmma.cu) can instead do the whole top-k in their own
- * launch (gather_tail there), when each CTA holds at most 512 scores and k <= 1024:
- * then neither the filter nor the select runs.
+ * The wgmma scans (indexer_wgmma.cu) can instead run the filter's work in their own
+ * CTAs (a cooperative launch; scan_tail there), when each CTA holds at most 512 scores:
+ * then select_kernel follows the scan as its programmatic dependent, reading the cut
+ * the scan left in the row's count slots.
  * strata_k_indexer_phases runs the same work with the select as its own kernel and
  * events between the launches.
  */
@@ -119,6 +120,25 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* atomicAdd(addr, 1) for every lane that calls it with on set, as one atomic per
+ * distinct address in the warp: equal scores land in one bin, and 32 lanes adding 1
+ * to one shared word one at a time serialise (a row of zero scores, a crowded tie).
+ * Returns the lane's old value plus its rank among its address's lanes (0 when off). */
+__device__ __forceinline__ uint32_t agg_inc(uint32_t *addr, bool on)
+{
+	const unsigned act = __activemask();
+	const unsigned onm = __ballot_sync(act, on);
+	if (!on)
+		return 0;
+	const unsigned grp = __match_any_sync(onm, (unsigned long long)(uintptr_t)addr);
+	const int lane = (int)(threadIdx.x & 31), leader = __ffs(grp) - 1;
+	uint32_t base = 0;
+	if (lane == leader)
+		base = atomicAdd(addr, (uint32_t)__popc(grp));
+	base = __shfl_sync(grp, base, leader);
+	return base + (uint32_t)__popc(grp & ((1u << lane) - 1u));
 }
 
 /* Page base of logical key `key` of a request, and its offset in the page. */
@@ -591,6 +611,18 @@ __device__ __forceinline__ void find_cut(const uint32_t *hist, uint32_t need,
 	find_cut_of<NB>(cnt, need, tmp, bin, above_out);
 }
 
+__device__ __forceinline__ int32_t id_of(unsigned long long key)
+{
+	return (int32_t)(0xffffffffu - (uint32_t)key);
+}
+
+/* The score of a key (the inverse of idx_ord32; zero comes back as +0). */
+__device__ __forceinline__ float score_of(unsigned long long key)
+{
+	const uint32_t o = (uint32_t)(key >> 32);
+	return __uint_as_float((o & 0x80000000u) ? (o & 0x7fffffffu) : ~o);
+}
+
 __device__ void write_trivial(const Args &a, int row, int L, bool invalid)
 {
 	const int k = a.topk;
@@ -623,7 +655,7 @@ __device__ __forceinline__ void for_each_cand(const Args &a, int row, int L, uin
 	}
 }
 
-#include "kernels/indexer_select_int.h" /* sort_emit, select_row */
+#include "kernels/indexer_select_int.h" /* radix_cut, sort_emit, select_row */
 
 /* Clears what the row used of the counters (hist, hist2, count), so the scratch is zero
  * at rest for the next call; the caller has made sure that nothing reads them any more. */
@@ -775,7 +807,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				}
 				if (mc[u] >> lane & 1) {
 					const uint32_t o = idx_ord32(s[u]);
-					idx_agg_inc(&sm.u.h2[idx_sub_of(o, base, shift)], true);
+					agg_inc(&sm.u.h2[idx_sub_of(o, base, shift)], true);
 					const uint32_t idx = bc + (uint32_t)__popc(mc[u] & lt);
 					if (idx < a.cap)
 						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
@@ -829,7 +861,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 }
 
-/* grid n_rows: the select after the filter (the phases benchmark aid). */
+/* grid n_rows: the select after a fused scan (its programmatic dependent: the scan's
+ * tail filed the lists) or after the filter (the phases benchmark aid). */
 __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
@@ -1058,7 +1091,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		cudaEventRecord(ev[1], st);
 	}
 	const bool scored = p->max_limit > p->topk && p->n_req > 0;
-	int fused = 0; /* the scan's launch selects every row (gather_tail) */
+	int fused = 0; /* the scan's tail filed the lists: the select kernel follows */
 	if (scored) {
 		cudaError_t e;
 		if (strata_k_indexer_wgmma(dev, p)) { /* FP8 tensor cores (indexer_wgmma.cu) */
@@ -1078,15 +1111,15 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.topk = p->topk;
 			w.trace = a.trace;
 			w.mx = p->fmt == STRATA_INDEX_MXFP4;
-			/* the gather tail where no staging CTAs ride on the filter launch, no
-			 * per-phase events are asked for, and no after_scan event (it would
-			 * come only once the top-k is done) */
-			w.fused = !ev && !p->stage && !p->after_scan;
+			/* the fused tail where no staging CTAs ride on the filter launch and no
+			 * per-phase events are asked for */
+			w.fused = !ev && !p->stage;
 			w.count = a.count;
+			w.hist2 = a.hist2;
+			w.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);
+			w.sel = a.sel;
 			w.cand = a.cand;
 			w.cap = a.cap;
-			w.out_ids = p->out_ids;
-			w.out_scores = p->out_scores;
 			w.cut_out = a.cut_out;
 			w.cut_epoch = a.cut_epoch;
 			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st, &fused);
@@ -1142,10 +1175,14 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		cfg.numAttrs = pdl ? 1 : 0;
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
-	if (fused) { /* the scan's launch selected every row (indexer_wgmma.cu gather_tail) */
+	if (fused) {
+		if (!launch(select_kernel, dim3((unsigned)p->n_rows), !p->after_scan)) {
+			err = strata_dev_check(dev, "indexer: select launch");
+			return err ? err : STRATA_E_CUDA;
+		}
 		if (a.trace)
 			trace_end(st, a.trace);
-		return 0;
+		return strata_dev_check(dev, "indexer: select");
 	}
 	if (!ev) {
 		/* filter with the row's select fused into its last CTA. (The select as the

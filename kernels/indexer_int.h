@@ -81,14 +81,11 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
-	/* the gather select (indexer_wgmma.cu gather_kernel): asked for; its scratch (the
-	 * candidate list for the scan CTAs' records) and the call's outputs */
-	int fused, gx; /* gx: the scan's CTAs per request (wg_launch sets it) */
-	uint32_t *count;
-	unsigned long long *cand; /* [rows][cap] */
+	/* the fused tail (indexer_wgmma.cu scan_tail): asked for; the filter's outputs */
+	int fused;
+	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */
+	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
-	int32_t *out_ids;
-	float *out_scores;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
 } idx_wg_args;
 
@@ -113,7 +110,7 @@ extern "C" {
 /* 1 when the sm_90a kernel runs on the current device (a compute capability 9.0 GPU). */
 int idx_wgmma_ready(void);
 /* Launches the scan on stream (a cudaStream_t); returns a cudaError_t. *fused: whether
- * the launch runs the gather tail (a->fused asked for it), which selects every row. */
+ * the launch runs the fused tail (a->fused asked for it; the select kernel follows). */
 int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream, int *fused);
 #ifdef __cplusplus
 }
@@ -358,111 +355,15 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 	return ((uint64_t)idx_ord32(score) << 32) | (uint64_t)(0xffffffffu - (uint32_t)id);
 }
 
-#ifdef __CUDACC__
-/* atomicAdd(addr, 1) for every lane that calls it with on set, as one atomic per
- * distinct address in the warp: equal scores land in one bin, and 32 lanes adding 1
- * to one shared word one at a time serialise (a row of zero scores, a crowded tie).
- * Returns the lane's old value plus its rank among its address's lanes (0 when off). */
-__device__ __forceinline__ uint32_t idx_agg_inc(uint32_t *addr, bool on)
-{
-	const unsigned act = __activemask();
-	const unsigned onm = __ballot_sync(act, on);
-	if (!on)
-		return 0;
-	const unsigned grp = __match_any_sync(onm, (unsigned long long)(uintptr_t)addr);
-	const int lane = (int)(threadIdx.x & 31), leader = __ffs(grp) - 1;
-	uint32_t base = 0;
-	if (lane == leader)
-		base = atomicAdd(addr, (uint32_t)__popc(grp));
-	base = __shfl_sync(grp, base, leader);
-	return base + (uint32_t)__popc(grp & ((1u << lane) - 1u));
-}
-
-__device__ __forceinline__ int32_t idx_key_id(unsigned long long key)
-{
-	return (int32_t)(0xffffffffu - (uint32_t)key);
-}
-
-/* The score of a key (the inverse of idx_ord32; zero comes back as +0). */
-__device__ __forceinline__ float idx_key_score(unsigned long long key)
-{
-	const uint32_t o = (uint32_t)(key >> 32);
-	return __uint_as_float((o & 0x80000000u) ? (o & 0x7fffffffu) : ~o);
-}
-
-
-/* Radix select: on return (key & *mask) >= *prefix holds for exactly the `need` largest
- * of the (unique) keys `each` enumerates. `need` >= 1. Every thread of the block calls
- * it; sm: the caller's shared words h256[256], digit, dabove, dcnt. */
-template <typename SM, typename E>
-__device__ void idx_radix_cut(E each, int need, SM &sm, unsigned long long *prefix_out,
-			  unsigned long long *mask_out)
-{
-	const int tid = threadIdx.x;
-	unsigned long long prefix = 0, mask = 0;
-	int remaining = need;
-	for (int shift = 56; shift >= 0; shift -= 8) {
-		for (int i = tid; i < 256; i += blockDim.x)
-			sm.h256[i] = 0;
-		if (tid == 0)
-			sm.digit = -1;
-		__syncthreads();
-		each([&](unsigned long long key) {
-			const bool in = (key & mask) == prefix;
-			idx_agg_inc(&sm.h256[in ? (key >> shift) & 255u : 0u], in);
-		});
-		__syncthreads();
-		if (tid < 32) { /* lane l: bins 255-8l down to 248-8l */
-			uint32_t cnt[8], sum = 0;
-#pragma unroll
-			for (int b = 0; b < 8; b++) {
-				cnt[b] = sm.h256[255 - 8 * tid - b];
-				sum += cnt[b];
-			}
-			uint32_t incl = sum;
-#pragma unroll
-			for (int o = 1; o < 32; o <<= 1) {
-				uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-				if (tid >= o)
-					incl += v;
-			}
-			uint32_t acc = incl - sum;
-#pragma unroll
-			for (int b = 0; b < 8; b++) {
-				if (acc < (uint32_t)remaining && acc + cnt[b] >= (uint32_t)remaining) {
-					sm.digit = 255 - 8 * tid - b;
-					sm.dabove = acc;
-					sm.dcnt = (int)cnt[b];
-				}
-				acc += cnt[b];
-			}
-		}
-		__syncthreads();
-		const int digit = sm.digit;
-		bool done = digit < 0; /* fewer keys than need (cannot happen): keep the prefix */
-		if (!done) {
-			remaining -= (int)sm.dabove;
-			prefix |= (unsigned long long)digit << shift;
-			mask |= 0xffull << shift;
-			done = sm.dcnt == remaining;
-		}
-		__syncthreads();
-		if (done)
-			break;
-	}
-	*prefix_out = prefix;
-	*mask_out = mask;
-}
-
-#endif
-
 /* ---- GPU scratch layout (host computes it, kernels use it) ------------------------ */
 
 #define IDX_BINS 2048         /* first-pass histogram buckets (fp16 of the score) */
 #define IDX_BINS2 4096        /* second-level bins inside the threshold bucket */
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
-#define IDX_CNT 4             /* per-row counters: selected, candidates, filter CTAs done,
-			       * 1 spare */
+#define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
+			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
+			       * count above b* (indexer_wgmma.cu scan_tail), 3 spare */
+#define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
@@ -506,7 +407,7 @@ __device__ __forceinline__ uint32_t idx_sub_of(uint32_t o32, uint32_t base, int 
 typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */
 	size_t cand_cap;      /* candidates per row */
-	size_t off_hist, off_count, off_hist2, off_sel, off_cand, off_scores;
+	size_t off_hist, off_count, off_hist2, off_flag, off_sel, off_cand, off_scores;
 	size_t total;
 	size_t zero_bytes;    /* [0, zero_bytes): the counters, zero at rest (see below) */
 } idx_gpu_layout;
@@ -516,7 +417,7 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* The counters (hist, count, hist2) come first and are zero at rest: the caller zeroes
+/* The counters (hist, count, hist2, flag) come first and are zero at rest: the caller zeroes
  * the scratch once after allocating it, and each call leaves them zero again (the
  * row's last filter CTA, or the phases path's select, clears what its row used), so no
  * call needs a memset. The rest (selected ids, candidates, scores) is written before
@@ -530,7 +431,8 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->off_hist = 0;
 	l->off_count = idx_align(rows * IDX_BINS * 4);
 	l->off_hist2 = l->off_count + idx_align(rows * IDX_CNT * 4);
-	l->off_sel = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
+	l->off_flag = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
+	l->off_sel = l->off_flag + idx_align(rows * IDX_FLAGS * 4);
 	l->zero_bytes = l->off_sel;
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 8);
 	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);

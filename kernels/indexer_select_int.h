@@ -1,12 +1,74 @@
 /*
- * Private to kernels/indexer.cu: the select of a row once its filter is done (sort_emit,
- * select_row), run by the filter's last CTA or by select_kernel (phases).
+ * Private to kernels/indexer.cu: the select of a row once its filter is done (radix_cut,
+ * sort_emit, select_row), run by the filter's last CTA or by select_kernel (phases).
  * Included by indexer.cu inside its anonymous namespace, after Args, SelSmem, the
  * filter constants, the cut helpers and for_each_cand, which it uses; not a header of
  * its own.
  */
 #ifndef STRATA_KERNELS_INDEXER_SELECT_INT_H
 #define STRATA_KERNELS_INDEXER_SELECT_INT_H
+
+/* Radix select: on return (key & *mask) >= *prefix holds for exactly the `need` largest
+ * of the (unique) keys `each` enumerates. `need` >= 1. */
+template <typename E>
+__device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *prefix_out,
+			  unsigned long long *mask_out)
+{
+	const int tid = threadIdx.x;
+	unsigned long long prefix = 0, mask = 0;
+	int remaining = need;
+	for (int shift = 56; shift >= 0; shift -= 8) {
+		for (int i = tid; i < 256; i += blockDim.x)
+			sm.h256[i] = 0;
+		if (tid == 0)
+			sm.digit = -1;
+		__syncthreads();
+		each([&](unsigned long long key) {
+			const bool in = (key & mask) == prefix;
+			agg_inc(&sm.h256[in ? (key >> shift) & 255u : 0u], in);
+		});
+		__syncthreads();
+		if (tid < 32) { /* lane l: bins 255-8l down to 248-8l */
+			uint32_t cnt[8], sum = 0;
+#pragma unroll
+			for (int b = 0; b < 8; b++) {
+				cnt[b] = sm.h256[255 - 8 * tid - b];
+				sum += cnt[b];
+			}
+			uint32_t incl = sum;
+#pragma unroll
+			for (int o = 1; o < 32; o <<= 1) {
+				uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+				if (tid >= o)
+					incl += v;
+			}
+			uint32_t acc = incl - sum;
+#pragma unroll
+			for (int b = 0; b < 8; b++) {
+				if (acc < (uint32_t)remaining && acc + cnt[b] >= (uint32_t)remaining) {
+					sm.digit = 255 - 8 * tid - b;
+					sm.dabove = acc;
+					sm.dcnt = (int)cnt[b];
+				}
+				acc += cnt[b];
+			}
+		}
+		__syncthreads();
+		const int digit = sm.digit;
+		bool done = digit < 0; /* fewer keys than need (cannot happen): keep the prefix */
+		if (!done) {
+			remaining -= (int)sm.dabove;
+			prefix |= (unsigned long long)digit << shift;
+			mask |= 0xffull << shift;
+			done = sm.dcnt == remaining;
+		}
+		__syncthreads();
+		if (done)
+			break;
+	}
+	*prefix_out = prefix;
+	*mask_out = mask;
+}
 
 /* Sorts the row's selected ids (sm.ids[0..k), INT_MAX where unfilled) ascending and
  * writes them, -1 padded, with their scores. A counting sort on the ids' top 11 bits
@@ -98,7 +160,8 @@ __device__ void clear_row(const Args &a, int row);
 
 /* Selects row `row` (limit L > k; L < 0: read here, with the lists, and a row with L <=
  * k written 0 .. L-1) and writes the ids in ascending order, with their first-level cut
- * (b*, above1) given (cut true) or found here from the scan's histogram. Needs the filter's outputs (sel, cand, hist2, count) complete;
+ * (b*, above1) given (cut true) or found here (a fused scan's count slots, else the
+ * scan's histogram). Needs the filter's outputs (sel, cand, hist2, count) complete;
  * leaves the row's counters zero. Every read of the lists and counters is issued before
  * the first barrier, so they share one trip to L2. */
 __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bstar,
@@ -124,6 +187,11 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	}
 	uint32_t h2c[IDX_BINS2 / kFThreads]; /* the second-level counts, read with the rest */
 	cut_counts<IDX_BINS2 / kFThreads>(a.hist2 + (size_t)row * IDX_BINS2, h2c);
+	uint32_t b1 = 0, ab = 0;
+	if (!cut) { /* a fused scan left the cut in count slots 3 (b* + 1) and 4 */
+		b1 = __ldcg(a.count + (size_t)row * IDX_CNT + 3);
+		ab = __ldcg(a.count + (size_t)row * IDX_CNT + 4);
+	}
 	if (L < 0) { /* the select kernel: the limit's read shares the lists' trip */
 		L = row_lim(a, row);
 		if (L <= k) { /* nothing scored: the row's counters are untouched */
@@ -132,6 +200,11 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 			write_trivial(a, row, L, false);
 			return;
 		}
+	}
+	if (b1) {
+		cut = true;
+		bstar = b1 - 1;
+		above1 = ab;
 	}
 	if (!cut && !row_cut(a, row, sm, tmp, &bstar, &above1)) {
 		write_trivial(a, row, L, true);
@@ -146,8 +219,8 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	for (int j = 0; j < PER; j++) {
 		const int i = tid + j * kFThreads;
 		if (i < k) {
-			sm.ids[i] = i < (int)above1 ? idx_key_id(sk[j]) : INT_MAX;
-			sm.sc[i] = idx_key_score(sk[j]);
+			sm.ids[i] = i < (int)above1 ? id_of(sk[j]) : INT_MAX;
+			sm.sc[i] = score_of(sk[j]);
 		}
 	}
 	if (tid == 0) {
@@ -169,11 +242,11 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		auto classify = [&](unsigned long long key) {
 			uint32_t b2 = idx_sub_of((uint32_t)(key >> 32), base, shift);
 			if (b2 > (uint32_t)b2s) {
-				uint32_t at = above1 + idx_agg_inc(&sm.n_t, true);
+				uint32_t at = above1 + agg_inc(&sm.n_t, true);
 				if (at < (uint32_t)k)
-					sm.ids[at] = idx_key_id(key), sm.sc[at] = idx_key_score(key);
+					sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
 			} else if (b2 == (uint32_t)b2s) {
-				uint32_t c = idx_agg_inc(&sm.n_c, true);
+				uint32_t c = agg_inc(&sm.n_c, true);
 				if (c < (uint32_t)kCC)
 					sm.u.cc[c] = key;
 			}
@@ -192,9 +265,9 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		idx_trace(a.trace, IDX_T_CLASS);
 	const uint32_t nC = sm.n_c;
 	auto take = [&](unsigned long long key) {
-		uint32_t at = above1 + idx_agg_inc(&sm.n_t, true);
+		uint32_t at = above1 + agg_inc(&sm.n_t, true);
 		if (at < (uint32_t)k)
-			sm.ids[at] = idx_key_id(key), sm.sc[at] = idx_key_score(key);
+			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
 	};
 	if (b2s >= 0 && need > 0 && nC > 0) {
 		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
@@ -215,7 +288,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 					f(sm.u.cc[i]);
 			};
 			if ((uint32_t)need < nC)
-				idx_radix_cut(each, need, sm, &prefix, &mask);
+				radix_cut(each, need, sm, &prefix, &mask);
 			each([&](unsigned long long key) {
 				if ((key & mask) >= prefix)
 					take(key);
@@ -228,7 +301,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 				});
 			};
 			if ((uint32_t)need < nC)
-				idx_radix_cut(each, need, sm, &prefix, &mask);
+				radix_cut(each, need, sm, &prefix, &mask);
 			each([&](unsigned long long key) {
 				if ((key & mask) >= prefix)
 					take(key);

@@ -37,13 +37,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cub/block/block_scan.cuh>
-
 #include "kernels/indexer_int.h"
 
-#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 namespace {
 
@@ -58,11 +54,11 @@ constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][6
 constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
 constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibbles, scales */
 
-/* The tail's shared words (beside the scan's buffers, which FinSmem reuses). */
+/* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
-	int bin;          /* the CTA's local cut bucket */
-	uint32_t npub;    /* its published keys */
+	int bin;          /* the row's threshold bucket b* */
+	int last;         /* this CTA arrived last at the row's barrier */
 };
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
@@ -220,40 +216,38 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 	wait_groups<0>(); /* the trailing empty groups */
 }
 
-/* ---- the gather select: the top-k from the scan's records ------------------------------
- * With idx_wg_args.fused (each scan CTA holds at most kHold tiles, k <= kGK, G <= kGK),
- * no filter runs:
- *  - each scan CTA, once its histogram is flushed, publishes a record (64 bytes in
- *    the row's candidate list): its local cut pc, the lowest bucket with at most kPub of
- *    its scores at or above it, and those scores as keys; then it exits;
- *  - gather_kernel (one CTA of kGK threads a row, the scan's programmatic dependent)
- *    reads the row's histogram and every record in one trip, finds the threshold bucket
- *    b*, files every published key above b* and keeps b*'s. A CTA whose pc lies above
- *    b* may hold unpublished scores in [b*, pc): their slices are read back from the
- *    scores (a CTA holds ~0.9 of the ~700 entries at or above b* at 1M keys, so with
- *    kPub = 7 that is rare, more where the top entries cluster). Among b*'s keys a
- *    256-bin sub-histogram and a rank inside the threshold sub-bin pick the k - above1
- *    largest, and a counting sort writes the ids in ascending order.
- * Against the filter path this drops a launch, the filter's b* search in every CTA, its
- * filing of the lists and the select's list reads. (Finishing the row in the scan's last
- * CTA instead, 128 threads, measured 35 us a call at 1M keys against 23: one warp a
- * scheduler runs a dependent chain at ~9 cycles an instruction; bench/results/
- * 2026-11-30-h200-s12.) */
-constexpr int kHold = 8;     /* tiles a scan CTA holds: one score a tile in 64 threads */
-constexpr int kPub = 7;      /* keys a scan CTA publishes */
-constexpr int kRecW = 16;    /* a record's words: pc | npub << 16, 0, then 7 keys */
-constexpr int kGK = 1024;    /* gather_kernel's threads: one record (G <= kGK), one id (k) */
-constexpr int kGCC = 2048;   /* b*'s keys kept in shared memory (more: a crowded bucket) */
-constexpr int kOvCap = 256;  /* overflow CTAs listed; beyond, every CTA's slice is read */
-constexpr int kSubList = 256; /* keys of b*'s threshold sub-bin ranked among themselves */
-constexpr int kSliceF = 4 * kGK; /* scores of overflow slices a round */
+/* ---- the fused tail: the filter's work in the scan's CTAs -------------------------------
+ * With idx_wg_args.fused (the launch is cooperative, so every CTA of the grid is resident
+ * at once, and each CTA holds at most kHold * 128 scores), each CTA of a row, once its
+ * histogram is flushed, arrives at the row's barrier (count slot 2). The last to arrive
+ * finds the threshold bucket b* in the row's histogram, leaves it and the count above it
+ * in count slots 3 - 4 for the select, and hands b* to every other CTA of the row in that
+ * CTA's own flag word (the flag region; the CTA zeroes it on reading). Each CTA then
+ * files its own scores (read back before the barrier) as the filter kernel would: bucket
+ * > b* to the row's selected list, bucket b* to its candidate list and the second-level
+ * histogram, with one list atomic per warp. The select kernel (indexer.cu), launched as
+ * the scan's programmatic dependent, then selects each row and clears its counters. No
+ * filter launch, no re-read of the scores.
+ * H200, 1M keys, one row, alternated against the filter path (bench/results/
+ * 2026-11-30-h200-s11): FP8 24.2 - 24.3 us against 24.5 - 24.6, MXFP4 26.1 - 26.2
+ * against 26.6. One flag word polled by every CTA was 2x slower: the polls and the
+ * arrivals queued on one line. */
+constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
-/* The row's records: kRecW words a CTA from a 16-byte aligned start in its candidate
- * list (which holds cap >= 8 G + 2 keys; wg_launch checks). */
-__device__ __forceinline__ uint4 *rec_of(const idx_wg_args &a, int row)
+/* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
+ * writes, and acquire of the earlier arrivals'); returns the count before it. */
+__device__ __forceinline__ uint32_t arrive(uint32_t *ctr)
 {
-	const uintptr_t p = reinterpret_cast<uintptr_t>(a.cand + (size_t)row * a.cap);
-	return reinterpret_cast<uint4 *>((p + 15) & ~(uintptr_t)15);
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(ctr) : "memory");
+	return old;
+}
+
+__device__ __forceinline__ uint32_t ld_relaxed(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+	return v;
 }
 
 /* Exclusive prefix sum of v over the CTA's 128 threads in thread order; ends with a
@@ -278,464 +272,133 @@ __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4]
 	return off + incl - v;
 }
 
-/* A scan CTA's part, after its histogram flush (lh: its own, in shared memory): its
- * record. own[i]: the score this thread wrote at key position p (0 .. 63; -1: none) of
- * the CTA's tile i. */
-__device__ void publish(const idx_wg_args &a, const ScanCta &cta, const uint32_t *lh,
-			TailSmem &ts, const float (&own)[kHold], int p)
+__device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
 {
-	constexpr int NB = IDX_BINS / kWgThreads;
-	const int tid = threadIdx.x, row = cta.row, L = cta.L;
-	const uint32_t need = (uint32_t)kPub + 1u;
-	/* pc: one above the bucket where the count from the top reaches kPub + 1 (0 where
-	 * the CTA holds fewer) */
-	{
-		const int grp = kWgThreads - 1 - tid; /* bins NB (127 - t) .. + NB - 1 */
-		uint32_t c[NB], sum = 0;
-		const uint4 *h4 = reinterpret_cast<const uint4 *>(lh + grp * NB);
+	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
+	const uint32_t k = (uint32_t)a.topk;
+	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
+	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
+	/* its own scores (written before the flush's barrier), in flight across the grid's */
+	float s[kHold];
 #pragma unroll
-		for (int b = 0; b < NB / 4; b++) {
-			const uint4 v = h4[b];
-			c[4 * b] = v.x, c[4 * b + 1] = v.y, c[4 * b + 2] = v.z, c[4 * b + 3] = v.w;
+	for (int u = 0; u < kHold; u++) {
+		const int e = tid + u * kWgThreads, j = key_of(e);
+		s[u] = e < mine && j < L ? sc[j] : 0.0f;
+	}
+	if (tid == 0)
+		ts.bin = -1;
+	__syncthreads(); /* every thread's histogram adds issued */
+	/* The row's barrier: the last CTA to arrive finds b* and hands it to every other
+	 * CTA of the row in that CTA's own flag word (one poller per word: no line is
+	 * polled by the whole grid while the arrivals land on it). */
+	const int tiles = (L + kTile - 1) / kTile;
+	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
+	uint32_t *flag = a.flag + (size_t)row * IDX_FLAGS;
+	if (tid == 0)
+		ts.last = arrive(cnt + 2) == want - 1;
+	__syncthreads();
+	if (ts.last) { /* block-uniform */
+		const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
+		uint32_t h[IDX_BINS / kWgThreads], sum = 0;
+		const uint4 *h4 = reinterpret_cast<const uint4 *>(
+			a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads));
+#pragma unroll
+		for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
+			const uint4 v = __ldcg(h4 + b);
+			h[4 * b] = v.x, h[4 * b + 1] = v.y, h[4 * b + 2] = v.z, h[4 * b + 3] = v.w;
 		}
 #pragma unroll
-		for (int b = 0; b < NB; b++)
-			sum += c[b];
-		if (tid == 0)
-			ts.bin = -1, ts.npub = 0;
+		for (int b = 0; b < IDX_BINS / kWgThreads; b++)
+			sum += h[b];
 		uint32_t acc = excl_scan128(sum, ts.wsum);
 #pragma unroll
-		for (int b = NB - 1; b >= 0; b--) {
-			if (acc < need && acc + c[b] >= need)
-				ts.bin = grp * NB + b;
-			acc += c[b];
+		for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
+			if (acc < k && acc + h[b] >= k) {
+				ts.bin = grp * (IDX_BINS / kWgThreads) + b;
+				cnt[3] = (uint32_t)ts.bin + 1u; /* for the select: no second look */
+				cnt[4] = acc;
+			}
+			acc += h[b];
+		}
+		__syncthreads();
+		/* b* + 1 (none found, which cannot happen with L > k scores counted: 0x800, so
+		 * that the pollers still go) */
+		const uint32_t word = ts.bin < 0 ? 0x800u : (uint32_t)ts.bin + 1u;
+		for (int x = tid; x < (int)want; x += kWgThreads)
+			if (x != cta.x)
+				*reinterpret_cast<volatile uint32_t *>(flag + x) = word;
+	} else {
+		if (tid == 0) {
+			uint32_t word;
+			while (!(word = ld_relaxed(flag + cta.x)))
+				;
+			flag[cta.x] = 0; /* zero at rest; nothing else reads or writes it */
+			ts.bin = word == 0x800u ? -1 : (int)word - 1;
 		}
 		__syncthreads();
 	}
-	const uint32_t pc = ts.bin < 0 ? 0u : (uint32_t)ts.bin + 1u;
-	uint32_t *rec = reinterpret_cast<uint32_t *>(rec_of(a, row) + 4 * cta.x);
-#pragma unroll 1
-	for (int i = 0; i < kHold; i++) {
-		const int j = (cta.x + i * cta.G) * kTile + p;
-		if (p >= 0 && i < cta.n && j < L && idx_bucket_dev(own[i]) >= pc) {
-			const uint32_t at = atomicAdd(&ts.npub, 1u); /* < kPub + 1: pc's definition */
-			if (at < (uint32_t)kPub)
-				*reinterpret_cast<unsigned long long *>(rec + 2 + 2 * at) = idx_key64(own[i], j);
-		}
-	}
-	__syncthreads();
+	const int bs = ts.bin;
 	if (tid == 0)
-		rec[0] = pc | (ts.npub < (uint32_t)kPub ? ts.npub : (uint32_t)kPub) << 16;
-}
-
-/* A row with limit <= k (its CTAs score nothing): CTA 0 writes 0 .. L-1, -1 padded. */
-__device__ void write_unscored(const idx_wg_args &a)
-{
-	const int req = (int)blockIdx.y;
-	if (blockIdx.x != 0 || a.req_rows[req + 1] - a.req_rows[req] < 1)
-		return;
-	const int row = a.req_rows[req], k = a.topk;
-	int L = a.row_limit[row];
-	L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
-	if (L > k)
-		return;
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	for (int i = threadIdx.x; i < k; i += blockDim.x) {
-		oid[i] = i < L ? i : -1;
-		if (osc)
-			osc[i] = 0.0f;
-	}
-	if (threadIdx.x == 0 && a.cut_out)
-		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
-			a.cut_epoch << 12 | (unsigned long long)STRATA_INDEXER_CUT_ALL;
-}
-
-typedef cub::BlockScan<uint32_t, kGK> GScan;
-
-struct GSmem {
-	GScan::TempStorage scan;
-	int32_t ids[kGK]; /* the selected ids and scores */
-	float sc[kGK];
-	unsigned long long cc[kGCC]; /* b*'s keys */
-	union {
-		float sl[kSliceF];   /* a round of overflow slices */
-		struct {
-			uint32_t cnt[IDX_BINS];
-			uint32_t pos[kGK];
-			int32_t by[kGK];
-		} s;                  /* the sort */
-		struct {
-			uint32_t h[256];
-			unsigned long long lst[kSubList];
-		} b;                  /* b*'s select */
-	} u;
-	uint32_t ov[kOvCap];
-	int bin, bin2;
-	uint32_t above, above2, tot, n_ov, n_l, n_t;
-	int digit, dcnt;
-	uint32_t dabove;
-	uint32_t h256[256]; /* idx_radix_cut's */
-};
-
-/* Files each thread's n items (item(i): the key and its class, 0 none, 1 above b*, 2 in
- * b*; called twice an item) into the above list (ids / sc from *na) and b*'s keys (cc
- * from *nb, kept while fewer than kGCC) by one block scan of the two counts. */
-struct GItem {
-	unsigned long long key;
-	uint32_t c;
-};
-template <typename F>
-__device__ __forceinline__ void g_file(int n, F item, GSmem &sm, uint32_t k, uint32_t *na,
-				       uint32_t *nb)
-{
-	uint32_t cls = 0, ca = 0, cb = 0;
-	for (int i = 0; i < n; i++) {
-		const uint32_t c = item(i).c;
-		cls |= c << (2 * i);
-		ca += c == 1u;
-		cb += c == 2u;
-	}
-	uint32_t off, tot;
-	GScan(sm.scan).ExclusiveSum(ca | cb << 16, off, tot); /* < 65536 each: n * kGK */
-	uint32_t pa = *na + (off & 0xffffu), pb = *nb + (off >> 16);
-	for (int i = 0; cls && i < n; i++) {
-		const uint32_t c = cls >> (2 * i) & 3u;
-		if (!c)
-			continue;
-		const unsigned long long key = item(i).key;
-		if (c == 1u) {
-			if (pa < k) /* fewer than k lie above b* */
-				sm.ids[pa] = idx_key_id(key), sm.sc[pa] = idx_key_score(key);
-			pa++;
-		} else {
-			if (pb < (uint32_t)kGCC)
-				sm.cc[pb] = key;
-			pb++;
-		}
-	}
-	*na += tot & 0xffffu;
-	*nb += tot >> 16;
-	__syncthreads(); /* the writes done; the scan's storage free */
-}
-
-/* The select of request req's row (gather_kernel). dry: a rehearsal on made-up data
- * (a bucket of three keys, two wanted, one CTA overflowing) that writes nothing to
- * global memory: it runs the main path once, so that the real run, right after,
- * finds its instructions in the SM's caches. This code runs once a call, and a cold
- * fetch of each 128-byte line of it costs an L2 or DRAM trip (a few hundred ns): the
- * rehearsal overlaps those with the scan's end (H200: bench/results/2026-11-30-h200-s12). */
-constexpr uint32_t kDryB = 1504; /* the bucket of 1.0 */
-__device__ __noinline__ void gather_row(const idx_wg_args &a, GSmem &sm, int req, bool dry)
-{
-	const int tid = threadIdx.x, G = a.gx;
-	int row = 0, L = 4096, k = 2;
-	if (!dry) {
-		if (a.req_rows[req + 1] - a.req_rows[req] < 1)
-			return;
-		row = a.req_rows[req];
-		L = a.row_limit[row];
-		L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
-		k = a.topk;
-		if (L <= k)
-			return; /* the scan's CTA 0 wrote it */
-	}
-	if (tid == 0 && !dry)
-		idx_trace(a.trace, IDX_T_SEL0);
-	const int tiles = (L + kTile - 1) / kTile, want = tiles < G ? tiles : G;
-	const int per = (tiles + G - 1) / G * kTile; /* score slots of the CTAs with the most */
-	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-	const uint4 *rec = rec_of(a, row);
-	/* one trip: two histogram bins a thread (2047 - 2t, 2046 - 2t) and record t */
-	uint2 hv = __ldcg(reinterpret_cast<const uint2 *>(gh) + (kGK - 1 - tid));
-	uint4 r[kRecW / 4];
-#pragma unroll
-	for (int q = 0; q < kRecW / 4; q++)
-		r[q] = tid < want ? __ldcg(rec + 4 * tid + q) : make_uint4(0, 0, 0, 0);
-	if (dry) { /* bucket kDryB: 3 keys, in records 0 - 2; record 0's pc above it */
-		hv = make_uint2(2 * tid == IDX_BINS - 2 - (int)kDryB ? 3u : 0u, 0u);
-		const unsigned long long key = idx_key64(1.0f + 0.001f * (float)tid, tid);
-		r[0] = make_uint4(tid < 3 ? (tid == 0 ? kDryB + 1u : 0u) | 1u << 16 : 0u, 0u,
-				  (uint32_t)key, (uint32_t)(key >> 32));
-	}
-	if (tid == 0)
-		sm.bin = -1, sm.n_ov = 0, sm.n_l = 0, sm.n_t = 0;
-	for (int i = tid; i < k; i += kGK)
-		sm.ids[i] = -1; /* every one is filled below; were one not, it would not be sorted */
-	uint32_t acc, total;
-	GScan(sm.scan).ExclusiveSum(hv.x + hv.y, acc, total);
-	if (acc < (uint32_t)k && acc + hv.y >= (uint32_t)k)
-		sm.bin = 2 * (kGK - 1 - tid) + 1, sm.above = acc;
-	else if (acc + hv.y < (uint32_t)k && acc + hv.y + hv.x >= (uint32_t)k)
-		sm.bin = 2 * (kGK - 1 - tid), sm.above = acc + hv.y;
-	if (!dry)
-		reinterpret_cast<uint2 *>(gh)[kGK - 1 - tid] = make_uint2(0, 0); /* zero at rest */
-	__syncthreads();
-	const int bs = sm.bin;
-	const uint32_t above1 = sm.above;
-	if (tid == 0 && !dry)
 		idx_trace(a.trace, IDX_T_FCUT);
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	if (bs < 0) { /* cannot happen (L > k scores counted): no selection, not a wrong one */
-		for (int i = tid; i < k && !dry; i += kGK)
-			oid[i] = -1;
-		return;
-	}
-	const uint32_t bstar = (uint32_t)bs;
-	if (tid == 0 && a.cut_out && !dry) /* top-k is far from done: early staging may start */
+	if (bs < 0)
+		return; /* cannot happen (L > k scores counted); the select finds none either */
+	if (ts.last && tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
 		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
-			a.cut_epoch << 12 | (unsigned long long)bstar;
-	auto class_of = [&](uint32_t b) { return b > bstar ? 1u : b == bstar ? 2u : 0u; };
-	uint32_t na = 0, nb = 0; /* keys above b*, b*'s keys: filed so far */
-	/* record tid's keys; an overflowing CTA listed */
-	const uint32_t w0 = r[0].x, pc = w0 & 0xffffu, np = w0 >> 16;
-	auto rkey = [&](int q) { /* key q: words 2 + 2q, 3 + 2q */
-		const int wd = 2 + 2 * q;
-		const uint4 v = r[wd >> 2];
-		return (wd & 2) ? (unsigned long long)v.w << 32 | v.z
-				: (unsigned long long)v.y << 32 | v.x;
-	};
-	g_file(
-		kPub,
-		[&](int q) {
-			GItem it = { 0, 0 };
-			if ((uint32_t)q < np) {
-				it.key = rkey(q);
-				it.c = class_of(idx_bucket_dev(idx_key_score(it.key)));
-			}
-			return it;
-		},
-		sm, (uint32_t)k, &na, &nb);
-	if (tid < want && pc > bstar) {
-		const uint32_t o = atomicAdd(&sm.n_ov, 1u);
-		if (o < (uint32_t)kOvCap)
-			sm.ov[o] = (uint32_t)tid | pc << 16;
+			a.cut_epoch << 12 | (unsigned long long)bs;
+	const uint32_t bstar = (uint32_t)bs;
+	uint32_t base;
+	int shift;
+	idx_sub_bounds(bstar, &base, &shift);
+	unsigned long long *sel = a.sel + (size_t)row * k, *cand = a.cand + (size_t)row * a.cap;
+	uint32_t *h2 = a.hist2 + (size_t)row * IDX_BINS2;
+	/* every lane's kHold scores classified first, then one list atomic per warp and
+	 * list (not one per round: those would queue behind each other's return) */
+	unsigned ms[kHold], mc[kHold];
+	uint32_t ns = 0, nc = 0;
+#pragma unroll
+	for (int u = 0; u < kHold; u++) {
+		const int e = tid + u * kWgThreads, j = key_of(e);
+		const bool in = e < mine && j < L;
+		const uint32_t b = in ? idx_bucket_dev(s[u]) : 0u;
+		ms[u] = __ballot_sync(0xffffffffu, in && b > bstar);
+		mc[u] = __ballot_sync(0xffffffffu, in && b == bstar);
+		ns += (uint32_t)__popc(ms[u]);
+		nc += (uint32_t)__popc(mc[u]);
 	}
-	__syncthreads();
-	if (tid == 0 && !dry)
+	uint32_t as = 0, ac = 0; /* the warp's first places in the two lists */
+	if (lane == 0 && ns)
+		as = atomicAdd(cnt + 0, ns);
+	if (lane == 0 && nc)
+		ac = atomicAdd(cnt + 1, nc);
+	as = __shfl_sync(0xffffffffu, as, 0);
+	ac = __shfl_sync(0xffffffffu, ac, 0);
+	const unsigned lt = (1u << lane) - 1u;
+#pragma unroll
+	for (int u = 0; u < kHold; u++) {
+		const int j = key_of(tid + u * kWgThreads);
+		if (ms[u] >> lane & 1) {
+			const uint32_t at = as + (uint32_t)__popc(ms[u] & lt);
+			if (at < k) /* fewer than k lie above b* */
+				sel[at] = idx_key64(s[u], j);
+		}
+		if (mc[u] >> lane & 1) {
+			const uint32_t at = ac + (uint32_t)__popc(mc[u] & lt);
+			const unsigned long long key = idx_key64(s[u], j);
+			if (at < a.cap)
+				cand[at] = key;
+			/* one add per sub-bin and warp (equal scores share one) */
+			const uint32_t sb = idx_sub_of((uint32_t)(key >> 32), base, shift);
+			const unsigned same = __match_any_sync(mc[u], sb);
+			if (lane == __ffs(same) - 1)
+				atomicAdd(h2 + sb, (uint32_t)__popc(same));
+		}
+		as += (uint32_t)__popc(ms[u]);
+		ac += (uint32_t)__popc(mc[u]);
+	}
+	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FLOOP);
-	/* the CTAs that kept scores in [b*, pc) back: the listed CTAs' slices, or, where more
-	 * than kOvCap overflowed (many equal scores), every CTA's whole slice instead of the
-	 * records (their keys dropped: pc taken as above every bucket) */
-	const uint32_t nov = sm.n_ov;
-	const bool listed = nov <= (uint32_t)kOvCap;
-	const uint32_t nlist = listed ? nov : (uint32_t)want;
-	const float *scr = a.scores + (size_t)row * a.sstride;
-	auto cta_of = [&](uint32_t o) { return listed ? sm.ov[o] & 0xffffu : o; };
-	auto pc_of = [&](uint32_t o) { return listed ? sm.ov[o] >> 16 : 0x10000u; };
-	if (nov) {
-		if (!listed)
-			na = nb = 0;
-		const uint32_t fit = (uint32_t)kSliceF / (uint32_t)per, cpt = (uint32_t)per / 4u;
-		const uint32_t d = (uint32_t)__cvta_generic_to_shared(sm.u.sl);
-		for (uint32_t o0 = 0; o0 < nlist; o0 += fit) {
-			const uint32_t m = nlist - o0 < fit ? nlist - o0 : fit;
-			for (uint32_t c = tid; c < m * cpt; c += kGK) {
-				const uint32_t o = c / cpt, w = c - o * cpt; /* 16-byte chunk w of slice o */
-				const int t = (int)cta_of(o0 + o) + (int)(w >> 4) * G;
-				if (t < tiles)
-					cp16(d + 16u * c, scr + (size_t)t * kTile + 4u * (w & 15u));
-			}
-			asm volatile("cp.async.commit_group;\n" ::: "memory");
-			wait_groups<0>();
-			__syncthreads();
-			g_file(
-				kSliceF / kGK,
-				[&](int i) {
-					const uint32_t e = tid + kGK * (uint32_t)i;
-					GItem it = { 0, 0 };
-					if (e < m * (uint32_t)per) {
-						const uint32_t o = e / (uint32_t)per, rr = e - o * (uint32_t)per;
-						const int t = (int)cta_of(o0 + o) + (int)(rr >> 6) * G;
-						const int j = t * kTile + (int)(rr & (kTile - 1));
-						const float v = dry ? 0.0f : sm.u.sl[e];
-						const uint32_t b = idx_bucket_dev(v);
-						if (t < tiles && j < L && b >= bstar && b < pc_of(o0 + o)) {
-							it.key = idx_key64(v, j);
-							it.c = class_of(b);
-						}
-					}
-					return it;
-				},
-				sm, (uint32_t)k, &na, &nb);
-		}
-	}
-	if (tid == 0 && !dry)
-		idx_trace(a.trace, IDX_T_CLASS);
-	/* the k - above1 largest of b*'s nb keys: 256 sub-bins over b*'s span, the sub-bin
-	 * s* holding the need-th, every key above it taken, and s*'s keys ranked among
-	 * themselves (unique keys) */
-	const uint32_t nc = nb, need = (uint32_t)k - above1;
-	bool done = nc <= need;
-	if (done) {
-		for (uint32_t i = tid; i < nc; i += kGK)
-			sm.ids[above1 + i] = idx_key_id(sm.cc[i]), sm.sc[above1 + i] = idx_key_score(sm.cc[i]);
-	} else if (nc <= (uint32_t)kGCC) {
-		uint32_t base;
-		int shift;
-		idx_sub_bounds(bstar, &base, &shift);
-		auto sub_of = [&](unsigned long long key) {
-			return idx_sub_of((uint32_t)(key >> 32), base, shift) >> 4; /* 4096 / 16 */
-		};
-		if (tid < 256)
-			sm.u.b.h[tid] = 0;
-		__syncthreads();
-		for (uint32_t i = tid; i < nc; i += kGK)
-			atomicAdd(&sm.u.b.h[sub_of(sm.cc[i])], 1u);
-		__syncthreads();
-		if (tid < 32) { /* lane l: sub-bins 255 - 8l down to 248 - 8l */
-			uint32_t c[8], sum = 0;
-#pragma unroll
-			for (int b = 0; b < 8; b++)
-				sum += c[b] = sm.u.b.h[255 - 8 * tid - b];
-			uint32_t incl = sum;
-#pragma unroll
-			for (int o = 1; o < 32; o <<= 1) {
-				const uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-				if (tid >= o)
-					incl += v;
-			}
-			uint32_t ac = incl - sum;
-#pragma unroll
-			for (int b = 0; b < 8; b++) {
-				if (ac < need && ac + c[b] >= need)
-					sm.bin2 = 255 - 8 * tid - b, sm.above2 = ac;
-				ac += c[b];
-			}
-		}
-		__syncthreads();
-		const uint32_t s2 = (uint32_t)sm.bin2, above2 = sm.above2, cnt2 = sm.u.b.h[s2];
-		if (cnt2 <= (uint32_t)kSubList) {
-			/* keys above s*: their places by a block scan (nc <= 2 kGK: two a thread) */
-			uint32_t ca = 0;
-			for (uint32_t i = tid; i < nc; i += kGK) {
-				const uint32_t sb = sub_of(sm.cc[i]);
-				ca += sb > s2;
-				if (sb == s2)
-					sm.u.b.lst[atomicAdd(&sm.n_l, 1u)] = sm.cc[i];
-			}
-			uint32_t at, tt;
-			GScan(sm.scan).ExclusiveSum(ca, at, tt);
-			at += above1;
-			for (uint32_t i = tid; i < nc; i += kGK)
-				if (sub_of(sm.cc[i]) > s2)
-					sm.ids[at] = idx_key_id(sm.cc[i]), sm.sc[at] = idx_key_score(sm.cc[i]), at++;
-			__syncthreads(); /* the list complete */
-			const uint32_t need2 = need - above2, at2 = above1 + above2;
-			if (tid < cnt2) {
-				const unsigned long long key = sm.u.b.lst[tid];
-				uint32_t rk = 0;
-				for (uint32_t q = 0; q < cnt2; q++)
-					rk += sm.u.b.lst[q] > key;
-				if (rk < need2)
-					sm.ids[at2 + rk] = idx_key_id(key), sm.sc[at2 + rk] = idx_key_score(key);
-			}
-			done = true;
-		}
-		__syncthreads();
-	}
-	if (!done) { /* a crowded sub-bin or bucket (many equal scores): a radix select, from
-		      * shared memory or from global memory */
-		auto take = [&](unsigned long long key) {
-			const uint32_t at = above1 + idx_agg_inc(&sm.n_t, true);
-			if (at < (uint32_t)k)
-				sm.ids[at] = idx_key_id(key), sm.sc[at] = idx_key_score(key);
-		};
-		unsigned long long prefix = 0, mask = 0;
-		auto each = [&](auto fn) {
-			if (nc <= (uint32_t)kGCC) {
-				for (uint32_t i = tid; i < nc; i += kGK)
-					fn(sm.cc[i]);
-				return;
-			}
-			for (int x = tid; listed && x < want; x += kGK) {
-				uint32_t rw[kRecW];
-#pragma unroll
-				for (int q = 0; q < kRecW / 4; q++) {
-					const uint4 v = __ldcg(rec + 4 * x + q);
-					rw[4 * q] = v.x, rw[4 * q + 1] = v.y, rw[4 * q + 2] = v.z, rw[4 * q + 3] = v.w;
-				}
-#pragma unroll
-				for (int q = 0; q < kPub; q++) {
-					const unsigned long long key =
-						(unsigned long long)rw[3 + 2 * q] << 32 | rw[2 + 2 * q];
-					if ((uint32_t)q < (rw[0] >> 16) &&
-					    idx_bucket_dev(idx_key_score(key)) == bstar)
-						fn(key);
-				}
-			}
-			for (uint32_t e = tid; e < nlist * (uint32_t)per; e += kGK) {
-				const uint32_t o = e / (uint32_t)per, rr = e - o * (uint32_t)per;
-				const int t = (int)cta_of(o) + (int)(rr >> 6) * G;
-				const int j = t * kTile + (int)(rr & (kTile - 1));
-				if (t < tiles && j < L) {
-					const float v = __ldcg(scr + j);
-					const uint32_t b = idx_bucket_dev(v);
-					if (b == bstar && b < pc_of(o))
-						fn((unsigned long long)idx_key64(v, j));
-				}
-			}
-		};
-		idx_radix_cut(each, (int)need, sm, &prefix, &mask);
-		each([&](unsigned long long key) {
-			if ((key & mask) >= prefix)
-				take(key);
-		});
-		__syncthreads();
-	}
-	if (tid == 0 && !dry)
-		idx_trace(a.trace, IDX_T_SORT0);
-	/* ascending ids: a counting sort on the top 11 bits (2048 buckets, two a thread),
-	 * then each id ranked inside its bucket (max(1, L / 2048) ids a bucket) */
-	const int nbits = 32 - __clz(L - 1), shift = nbits > 11 ? nbits - 11 : 0;
-	reinterpret_cast<uint2 *>(sm.u.s.cnt)[tid] = make_uint2(0, 0);
-	__syncthreads();
-	const int32_t id = tid < k ? sm.ids[tid] : -1;
-	const uint32_t bk = id >= 0 ? (uint32_t)id >> shift : 0u;
-	uint32_t pos = 0;
-	if (id >= 0)
-		pos = atomicAdd(&sm.u.s.cnt[bk], 1u);
-	__syncthreads();
-	const uint2 c2 = reinterpret_cast<const uint2 *>(sm.u.s.cnt)[tid];
-	uint32_t off, tot;
-	GScan(sm.scan).ExclusiveSum(c2.x + c2.y, off, tot);
-	reinterpret_cast<uint2 *>(sm.u.s.cnt)[tid] = make_uint2(off, off + c2.x);
-	__syncthreads();
-	if (id >= 0)
-		sm.u.s.by[sm.u.s.cnt[bk] + pos] = id;
-	__syncthreads();
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	if (id >= 0) {
-		const uint32_t s0 = sm.u.s.cnt[bk], s1 = bk + 1 < (uint32_t)IDX_BINS ? sm.u.s.cnt[bk + 1] : tot;
-		uint32_t at = s0;
-		for (uint32_t q = s0; q < s1; q++)
-			at += sm.u.s.by[q] < id;
-		if (!dry) {
-			oid[at] = id;
-			if (osc)
-				osc[at] = sm.sc[tid];
-		}
-	}
-	for (int i = (int)tot + tid; i < k && !dry; i += kGK) {
-		oid[i] = -1;
-		if (osc)
-			osc[i] = 0.0f;
-	}
-	if (tid == 0 && !dry) {
-		idx_trace(a.trace, IDX_T_SORT1);
-		idx_trace(a.trace, IDX_T_END);
-	}
-	__syncthreads(); /* the shared memory free for the next run */
-}
-
-/* grid n_req, kGK threads: the select of each scored row from its scan's records and
- * histogram (the scan's programmatic dependent), after a rehearsal (gather_row). */
-__global__ void __launch_bounds__(kGK) gather_kernel(const idx_wg_args a)
-{
-	__shared__ GSmem sm;
-	gather_row(a, sm, (int)blockIdx.x, true);
-	idx_pdl_wait(); /* the scan's completion and memory */
-	gather_row(a, sm, (int)blockIdx.x, false);
 }
 
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
@@ -765,17 +428,14 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 
 /* S - 1 tiles in flight ahead of the one being scored. */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S> &sm = smem_at<SsSmem<S>>(smem_raw);
 	ScanCta cta;
-	if (!cta.begin(a)) {
-		if (a.fused)
-			write_unscored(a);
+	if (!cta.begin(a))
 		return;
-	}
 	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
 	auto pt_at = [&](int i) { return cta.pt_at(i); };
@@ -802,7 +462,6 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 	const uint64_t db0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	float *scores = a.scores + (size_t)row * a.sstride;
-	float own[kHold]; /* this thread's scores by tile, for the gather tail */
 
 	for (int i = 0; i < n; i++) {
 		const int slot = i % S, t = cta.x + i * cta.G;
@@ -850,14 +509,12 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 				scores[key] = s;
 				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 			}
-			if (i < kHold)
-				own[i] = s; /* the gather tail's (local memory: a dynamic index) */
 		}
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		publish(a, cta, sm.hist, sm.tail, own, tid < kTile ? tid : -1);
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
@@ -916,18 +573,15 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 
 /* Each warp keeps S - 1 of its shares in flight ahead of the one being scored. */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3, "a tile in flight beyond the next one");
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
 	ScanCta cta;
-	if (!cta.begin(a)) {
-		if (a.fused)
-			write_unscored(a);
+	if (!cta.begin(a))
 		return;
-	}
 	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kMxPage); };
@@ -960,7 +614,6 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 		for (int e = 0; e < 2; e++)
 			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
 	float *scores = a.scores + (size_t)row * a.sstride;
-	float own[kHold]; /* this thread's scores by tile, for the gather tail */
 	const int mykey = kWarpKeys * warp + g + 8 * c; /* lanes c < 2 score this key of a tile */
 
 	uint32_t a0[16], a1[16];
@@ -1015,8 +668,6 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 			scores[key] = s;
 			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
-			if (i < kHold)
-				own[i] = s; /* the gather tail's (local memory: a dynamic index) */
 		}
 	};
 	for (int i = 0; i < n; i += 2) {
@@ -1026,7 +677,7 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		publish(a, cta, sm.hist, sm.tail, own, c < 2 ? mykey : -1);
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
@@ -1048,9 +699,9 @@ template <typename K> static int wg_prepare(K kern, size_t smem)
 }
 
 /* One wave: as many CTAs per request as the GPU holds at once, split over the requests.
- * With a->fused asked for, where each CTA holds at most kHold tiles, k and G are at most
- * kGK and the records fit the candidate list, the CTAs publish records and gather_kernel
- * follows as the scan's programmatic dependent (*fused says whether it does). */
+ * With a->fused asked for, the tail runs where each CTA holds at most kHold * 128 scores
+ * (*fused says whether it does), and the launch is then cooperative: every CTA resident
+ * at once, or the launch fails. */
 template <typename K>
 static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
 		     cudaStream_t st, int *fused)
@@ -1067,23 +718,29 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	w.gx = (int)gx;
-	w.fused = a->fused && (tiles + gx - 1) / gx <= kHold && gx <= kGK && a->topk <= kGK &&
-		  (size_t)gx * (kRecW / 2) + 2 <= a->cap;
+	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
 	*fused = w.fused;
-	kern<<<dim3((unsigned)gx, (unsigned)n_req), kWgThreads, smem, st>>>(w);
-	if ((e = cudaGetLastError()) != cudaSuccess || !w.fused)
-		return (int)e;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
-	cfg.gridDim = dim3((unsigned)n_req);
-	cfg.blockDim = dim3(kGK);
+	cfg.gridDim = dim3((unsigned)gx, (unsigned)n_req);
+	cfg.blockDim = dim3(kWgThreads);
+	cfg.dynamicSmemBytes = smem;
 	cfg.stream = st;
-	at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	at[0].val.programmaticStreamSerializationAllowed = 1;
+	at[0].id = cudaLaunchAttributeCooperative;
+	at[0].val.cooperative = 1;
 	cfg.attrs = at;
-	cfg.numAttrs = 1;
-	return (int)cudaLaunchKernelEx(&cfg, gather_kernel, w);
+	cfg.numAttrs = w.fused ? 1 : 0;
+	e = cudaLaunchKernelEx(&cfg, kern, w);
+	if (e == cudaErrorCooperativeLaunchTooLarge) {
+		/* fewer SMs than the occupancy query saw (MPS, a partitioned GPU): the
+		 * unfused tail needs no co-residency */
+		(void)cudaGetLastError();
+		w.fused = 0;
+		*fused = 0;
+		cfg.numAttrs = 0;
+		e = cudaLaunchKernelEx(&cfg, kern, w);
+	}
+	return (int)e;
 }
 
 extern "C" int idx_wgmma_ready(void)

@@ -312,20 +312,19 @@ uint32_t strata_k_indexer_bucket(float score);
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p);
 /* On the GPU: the scan, then the filter with the row's select fused into its last CTA,
  * launched as the scan's programmatic dependent (its launch overlaps the scan's tail).
- * With scan_wgmma, topk <= 1024, no p->stage and no after_scan, where each scan CTA
- * holds at most 512 scores (one request of up to ~1M tokens on an H200), the scan's
- * launch does the whole top-k: each CTA publishes its few highest scores and its local
- * cut, and the last CTA of a row to finish finds b* from the row's histogram, gathers
- * the keys at or above it (reading back the scores of the CTAs whose local cut lay
- * above b*), selects and sorts; no other kernel runs.
+ * With scan_wgmma and no p->stage, where each scan CTA holds at most 512 scores (one
+ * request of up to ~1M tokens on an H200), the scan does the filter's work itself in
+ * a cooperative launch (every CTA waits for its row's histogram, takes b* from the
+ * last one to arrive and files its own scores), and a select kernel follows as its
+ * programmatic dependent: no filter launch; if the GPU cannot hold the whole grid at
+ * once, the filter runs as above.
  * STRATA_IDX_TRACE=1 (a diagnostic) prints each call's timeline outside graph capture
  * to stderr, in us from the scan's first CTA, as the earliest / latest CTA's time at
  * each point: filter start, scan end, filter end, second-level cut, classification,
  * sort start and end, end, and inside the select its start and list reads, inside the
  * sort its counting, scan and scatter, when the scan's histogram flush was performed
- * (fenced in traced calls only), and inside the filter its cut found, its scores filed
- * and its bins flushed (in the scan's gather tail: b* found, the records classified);
- * such calls synchronise. */
+ * (fenced in traced calls only), and inside the filter (or the fused scan's tail) its
+ * cut found, its scores filed and its bins flushed; such calls synchronise. */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */
