@@ -7,7 +7,8 @@
 #                    and Nsight Compute of filter_kernel
 #   ncu              Nsight Compute of NCU_K (default the select kernel) inside NCU_ARGS
 #                    at the finest warp sampling: details.txt, sass.csv
-#                    (read with scripts/ncu-stalls.py)
+#                    (read with scripts/ncu-stalls.py: where warps wait; and
+#                    scripts/ncu-insts.py: instructions per warp, single-shot code)
 #   run REV          `ctest -L gpu` (CTEST_R: only those; `^none$`: none) and an A/B of
 #                    AB_ARGS against REV (gpu-ab.sh run; carry build-alt too, after
 #                    `scripts/gpu-ab.sh prepare REV` here), then one-row timelines
