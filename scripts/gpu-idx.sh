@@ -14,6 +14,9 @@
 #                    `scripts/gpu-ab.sh prepare REV` here), then one-row timelines
 #   final REV        run REV with every gpu test, then batch 32, --check at batch 1 and 8,
 #                    the default scan, timelines
+#   quick            build everything, the tests matching CTEST_R (default the indexer's;
+#                    `^none$`: none), one-row timelines, and 1M batch 1 / 8 of both
+#                    formats once (CTX: other contexts): a first look at a change
 set -u
 mode=${1:-}
 shift || true
@@ -72,8 +75,21 @@ final)
 	timeout 60 $B bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 >"$OUT/dflt.txt" 2>&1
 	traces
 	;;
+quick)
+	cmake -B build-gpu -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
+		-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
+		cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 ||
+		{ echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
+		--timeout 300 >"$OUT/ctest.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
+	traces
+	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4
+	timeout 100 $B bench indexer --ctx "${CTX:-1M}" --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 \
+		--wgmma 2>&1 | grep -E "^(fp8|mxfp4) " | awk '{print $1, $3, $4, "graph", $9, "eff", $14}'
+	;;
 *)
-	echo "usage: $0 diag|ncu|run REV|final REV" >&2
+	echo "usage: $0 diag|ncu|run REV|final REV|quick" >&2
 	exit 2
 	;;
 esac
