@@ -24,10 +24,10 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
 B=build-gpu/strata
-build() {
+build() { # [TARGET] (default strata_cli; "all": every target, the tests too)
 	cmake -B build-gpu -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
 		-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
-		cmake --build build-gpu -j16 --target strata_cli >"$OUT/build.log" 2>&1
+		cmake --build build-gpu -j16 --target "${1:-strata_cli}" >"$OUT/build.log" 2>&1
 }
 traces() { # one-row timelines, both key formats (extra bench args: $@)
 	for f in fp8 mxfp4; do
@@ -76,10 +76,7 @@ final)
 	traces
 	;;
 quick)
-	cmake -B build-gpu -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
-		-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
-		cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 ||
-		{ echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
 		--timeout 300 >"$OUT/ctest.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
