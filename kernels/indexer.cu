@@ -73,6 +73,8 @@ struct Args {
 	int32_t *out_ids;
 	float *out_scores;
 	uint32_t *hist, *count, *hist2;
+	uint32_t *hist0, *bmap; /* a bitmap-tailed scan's sample and listed ids */
+	size_t bm_stride;
 	unsigned long long *sel, *cand; /* keys (idx_key64) */
 	float *scores;
 	size_t sstride, cap;
@@ -1074,6 +1076,9 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.hist = reinterpret_cast<uint32_t *>(sb + l.off_hist);
 	a.count = reinterpret_cast<uint32_t *>(sb + l.off_count);
 	a.hist2 = reinterpret_cast<uint32_t *>(sb + l.off_hist2);
+	a.hist0 = reinterpret_cast<uint32_t *>(sb + l.off_hist0);
+	a.bmap = reinterpret_cast<uint32_t *>(sb + l.off_bm);
+	a.bm_stride = l.bm_stride;
 	a.sel = reinterpret_cast<unsigned long long *>(sb + l.off_sel);
 	a.cand = reinterpret_cast<unsigned long long *>(sb + l.off_cand);
 	a.scores = reinterpret_cast<float *>(sb + l.off_scores);
@@ -1122,6 +1127,12 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.cap = a.cap;
 			w.cut_out = a.cut_out;
 			w.cut_epoch = a.cut_epoch;
+			/* the bitmap tail, where the fused one ran: no waits between the scan's
+			 * CTAs, any batch (select_bm_kernel) */
+			w.bm = w.fused;
+			w.hist0 = a.hist0;
+			w.bmap = a.bmap;
+			w.bm_stride = a.bm_stride;
 			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st, &fused);
 		} else {
 			e = p->fmt == STRATA_INDEX_MXFP4
@@ -1175,6 +1186,36 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		cfg.numAttrs = pdl ? 1 : 0;
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
+	if (fused == 2) {
+		cudaLaunchConfig_t cfg = {};
+		cudaLaunchAttribute at[1];
+		cfg.gridDim = dim3((unsigned)p->n_rows);
+		cfg.blockDim = dim3(kFThreads);
+		cfg.dynamicSmemBytes = sizeof(BmSmem);
+		cfg.stream = st;
+		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = at;
+		cfg.numAttrs = p->after_scan ? 0 : 1;
+		/* the shared-memory attribute, once a device (its bit in done) */
+		static std::atomic<unsigned long long> done{ 0 };
+		int devi = 0;
+		const bool set = cudaGetDevice(&devi) == cudaSuccess &&
+				 (devi < 64 && (done.load(std::memory_order_relaxed) >> devi & 1)
+					  ? true
+					  : cudaFuncSetAttribute(select_bm_kernel,
+								 cudaFuncAttributeMaxDynamicSharedMemorySize,
+								 (int)sizeof(BmSmem)) == cudaSuccess);
+		if (!set || cudaLaunchKernelEx(&cfg, select_bm_kernel, a) != cudaSuccess) {
+			err = strata_dev_check(dev, "indexer: select launch");
+			return err ? err : STRATA_E_CUDA;
+		}
+		if (devi < 64)
+			done.fetch_or(1ull << devi, std::memory_order_relaxed);
+		if (a.trace)
+			trace_end(st, a.trace);
+		return strata_dev_check(dev, "indexer: select");
+	}
 	if (fused) {
 		if (!launch(select_kernel, dim3((unsigned)p->n_rows), !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: select launch");

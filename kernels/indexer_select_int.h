@@ -9,9 +9,10 @@
 #define STRATA_KERNELS_INDEXER_SELECT_INT_H
 
 /* Radix select: on return (key & *mask) >= *prefix holds for exactly the `need` largest
- * of the (unique) keys `each` enumerates. `need` >= 1. */
-template <typename E>
-__device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *prefix_out,
+ * of the (unique) keys `each` enumerates. `need` >= 1. sm: SelSmem or BmSmem (h256,
+ * digit, dabove, dcnt). */
+template <typename E, typename S>
+__device__ void radix_cut(E each, int need, S &sm, unsigned long long *prefix_out,
 			  unsigned long long *mask_out)
 {
 	const int tid = threadIdx.x;
@@ -314,6 +315,309 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	sort_emit(a, row, L, sm, tmp);
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT1);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_END);
+}
+
+/* ---- the select after a bitmap-tailed scan (indexer_wgmma.cu bm_tail) ----------------
+ * The scan listed, in the row's bitmap, a superset of the row's top k: every id whose
+ * bucket is at least a lower bound of b*. One CTA a row:
+ * 1. one trip: the row's histogram and bitmap words (16 a thread: ids 512 t .. 512 t +
+ *    511 of a block of 262,144), then one block scan of both (the histogram's counts
+ *    from the top bucket down, the words' bit counts in id order) gives b*, the count
+ *    above it, and each thread's place in the list of listed ids, written in id order;
+ * 2. a second trip reads the listed ids' scores: bucket > b* is taken, bucket < b* is
+ *    not, and the need = k - above ids of bucket b* with the largest (score, id) keys
+ *    are found by rank (each key counted against the others) or a radix select;
+ * 3. one more block scan compacts the taken ids, in id order, to the output.
+ * No sort: the bitmap gives the id order. Lists longer than kBmCap (a sample too small
+ * for a cut, a crowd of equal scores) take bm_wide, which reads every score. */
+constexpr int kBmW = 16;                   /* bitmap words a thread a block */
+constexpr int kBmBlock = kBmW * kFThreads; /* words a block: 262,144 ids */
+constexpr int kBmCap = 8192;               /* listed ids resolved in shared memory */
+constexpr int kBmRank = kFThreads;         /* bucket-b* keys ranked one against another */
+typedef cub::BlockScan<unsigned long long, kFThreads> BScan64;
+
+struct BmSmem {
+	int32_t id[kBmCap];     /* the listed ids, ascending */
+	float sc[kBmCap];       /* their scores */
+	unsigned long long bk[kBmRank]; /* the keys of bucket b* among them */
+	uint16_t bpos[kBmRank];  /* and their places in id[] */
+	uint8_t keep[kBmCap];
+	union {
+		BScan64::TempStorage s64;
+		FScan::TempStorage s32;
+	} tmp;
+	uint32_t h256[256]; /* radix_cut */
+	int digit, dcnt;
+	uint32_t dabove;
+	int bin;
+	uint32_t above, hb, nb;
+};
+
+/* Zeroes the row's histograms (hist, hist0): each thread its own 4 bins of each, which it
+ * has read. */
+__device__ __forceinline__ void bm_clear(const Args &a, int row)
+{
+	const uint4 z = make_uint4(0, 0, 0, 0);
+	const int at = 4 * (kFThreads - 1 - (int)threadIdx.x);
+	*reinterpret_cast<uint4 *>(a.hist + (size_t)row * IDX_BINS + at) = z;
+	*reinterpret_cast<uint4 *>(a.hist0 + (size_t)row * IDX_BINS + at) = z;
+}
+
+/* Writes the taken ids (this thread's n of them at this thread's place, from the block
+ * scan) and returns the block's count. */
+__device__ __forceinline__ uint32_t bm_emit_scan(uint32_t n, BmSmem &sm, uint32_t *at)
+{
+	uint32_t total;
+	FScan(sm.tmp.s32).ExclusiveSum(n, *at, total);
+	__syncthreads(); /* tmp is reused */
+	return total;
+}
+
+/* The wide path: no list, every score read. Takes bucket > b*, and of bucket b* (hb
+ * scores) the need largest keys, found by a radix select over the scores. */
+__device__ void bm_wide(const Args &a, int row, int L, uint32_t bstar, int need, uint32_t hb,
+			BmSmem &sm)
+{
+	const int k = a.topk, tid = threadIdx.x;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	unsigned long long prefix = 0, mask = 0; /* all of bucket b*: (key & 0) >= 0 */
+	if ((uint32_t)need < hb) {
+		auto each = [&](auto f) {
+			for (int j = tid; j < L; j += kFThreads) {
+				const float s = __ldcg(sc + j);
+				if (idx_bucket_dev(s) == bstar)
+					f((unsigned long long)idx_key64(s, j));
+			}
+		};
+		radix_cut(each, need, sm, &prefix, &mask);
+	}
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	uint32_t base = 0;
+	for (int j0 = 0; j0 < L; j0 += kFThreads * 16) { /* 16 consecutive ids a thread */
+		const int j1 = j0 + 16 * tid;
+		float s[16];
+		uint32_t take = 0, n = 0;
+#pragma unroll
+		for (int u = 0; u < 16; u++) {
+			s[u] = j1 + u < L ? __ldcg(sc + j1 + u) : 0.0f;
+			const uint32_t b = idx_bucket_dev(s[u]);
+			const bool t = j1 + u < L &&
+				       (b > bstar || (b == bstar &&
+						      ((unsigned long long)idx_key64(s[u], j1 + u) & mask) >= prefix));
+			take |= (uint32_t)t << u;
+			n += t;
+		}
+		uint32_t at;
+		const uint32_t total = bm_emit_scan(n, sm, &at);
+		at += base;
+#pragma unroll
+		for (int u = 0; u < 16; u++)
+			if (take >> u & 1) {
+				if (at < (uint32_t)k) {
+					oid[at] = j1 + u;
+					if (osc)
+						osc[at] = s[u];
+				}
+				at++;
+			}
+		base += total;
+	}
+	for (int i = (int)base + tid; i < k; i += kFThreads) {
+		oid[i] = -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
+}
+
+/* grid n_rows: the select after a bitmap-tailed scan (its programmatic dependent). */
+__global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
+{
+	extern __shared__ uint4 bm_smem_raw[];
+	BmSmem &sm = *reinterpret_cast<BmSmem *>(bm_smem_raw);
+	const int row = (int)blockIdx.x, tid = threadIdx.x, lane = tid & 31, k = a.topk;
+	idx_pdl_wait();
+	if (tid == 0) {
+		idx_trace(a.trace, IDX_T_SEL0);
+		sm.bin = -1, sm.above = 0, sm.hb = 0, sm.nb = 0;
+	}
+	const int L = row_lim(a, row);
+	if (L <= k) { /* nothing scored: the row's counters are untouched */
+		if (tid == 0)
+			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
+		write_trivial(a, row, L, false);
+		return;
+	}
+	const int grp = kFThreads - 1 - tid; /* thread t: bins 4 (511 - t) .. + 3 */
+	const uint4 hv = __ldcg(reinterpret_cast<const uint4 *>(a.hist + (size_t)row * IDX_BINS) + grp);
+	const uint32_t *bm = a.bmap + (size_t)row * a.bm_stride;
+	const int nw = (L + 31) >> 5;
+	__syncthreads(); /* sm's words set */
+	uint32_t nlist = 0; /* listed ids so far (all blocks before this one) */
+	for (int w0 = 0; w0 < nw; w0 += kBmBlock) {
+		const int wt = w0 + kBmW * tid; /* this thread's first word */
+		uint32_t w[kBmW], pc = 0;
+#pragma unroll
+		for (int q = 0; q < kBmW / 4; q++) {
+			uint4 v = make_uint4(0, 0, 0, 0);
+			if (wt + 4 * q < nw)
+				v = __ldcg(reinterpret_cast<const uint4 *>(bm + wt + 4 * q));
+			w[4 * q] = v.x, w[4 * q + 1] = wt + 4 * q + 1 < nw ? v.y : 0u;
+			w[4 * q + 2] = wt + 4 * q + 2 < nw ? v.z : 0u;
+			w[4 * q + 3] = wt + 4 * q + 3 < nw ? v.w : 0u;
+		}
+#pragma unroll
+		for (int q = 0; q < kBmW; q++)
+			pc += (uint32_t)__popc(w[q]);
+		/* block 0 scans the histogram too: counts high, bit counts low */
+		const uint32_t hs = w0 ? 0u : hv.x + hv.y + hv.z + hv.w;
+		unsigned long long ex, agg;
+		BScan64(sm.tmp.s64).ExclusiveSum((unsigned long long)hs << 32 | pc, ex, agg);
+		if (!w0) {
+			uint32_t above = (uint32_t)(ex >> 32);
+			const uint32_t c[4] = { hv.x, hv.y, hv.z, hv.w };
+#pragma unroll
+			for (int b = 3; b >= 0; b--) {
+				if (above < (uint32_t)k && above + c[b] >= (uint32_t)k) {
+					sm.bin = 4 * grp + b;
+					sm.above = above;
+					sm.hb = c[b];
+				}
+				above += c[b];
+			}
+		}
+		uint32_t at = nlist + (uint32_t)ex;
+#pragma unroll
+		for (int q = 0; q < kBmW; q++) {
+			uint32_t x = w[q];
+			while (x) {
+				const int b = __ffs(x) - 1;
+				x &= x - 1;
+				if (at < (uint32_t)kBmCap)
+					sm.id[at] = 32 * (wt + q) + b;
+				at++;
+			}
+		}
+		nlist += (uint32_t)agg;
+		__syncthreads(); /* tmp is reused; the list and the cut written */
+	}
+	const int bin = sm.bin;
+	bm_clear(a, row); /* every read of the histograms is done */
+	if (bin < 0) { /* an inconsistent histogram (cannot happen with L > k counted) */
+		write_trivial(a, row, L, true);
+		return;
+	}
+	const uint32_t bstar = (uint32_t)bin, above1 = sm.above;
+	const int need = k - (int)above1; /* >= 1 */
+	if (tid == 0) {
+		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
+		idx_trace(a.trace, IDX_T_SELLD);
+	}
+	if (nlist > (uint32_t)kBmCap) {
+		bm_wide(a, row, L, bstar, need, sm.hb, sm);
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_END);
+		return;
+	}
+	const int n = (int)nlist;
+	/* the listed ids' scores, in flight together */
+	const float *scr = a.scores + (size_t)row * a.sstride;
+	constexpr int PER = kBmCap / kFThreads;
+	float s[PER];
+#pragma unroll
+	for (int u = 0; u < PER; u++) {
+		const int i = tid + u * kFThreads;
+		s[u] = i < n ? __ldcg(scr + sm.id[i]) : 0.0f;
+	}
+#pragma unroll
+	for (int u = 0; u < PER; u++) {
+		const int i = tid + u * kFThreads;
+		if (i >= n)
+			break;
+		const uint32_t b = idx_bucket_dev(s[u]);
+		sm.sc[i] = s[u];
+		sm.keep[i] = b > bstar;
+		if (b == bstar) {
+			const uint32_t c = agg_inc(&sm.nb, true);
+			if (c < (uint32_t)kBmRank) {
+				sm.bk[c] = (unsigned long long)idx_key64(s[u], sm.id[i]);
+				sm.bpos[c] = (uint16_t)i;
+			}
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CLASS);
+	const uint32_t nb = sm.nb;
+	if (nb <= (uint32_t)need) { /* all of bucket b* (nb == need: the list holds it all) */
+		if (nb <= (uint32_t)kBmRank) {
+			for (uint32_t c = tid; c < nb; c += kFThreads)
+				sm.keep[sm.bpos[c]] = 1;
+		} else {
+			for (int i = tid; i < n; i += kFThreads)
+				if (idx_bucket_dev(sm.sc[i]) == bstar)
+					sm.keep[i] = 1;
+		}
+	} else if (nb <= (uint32_t)kBmRank) {
+		/* rank: P threads a key (a power of two, lanes of one warp), each counting the
+		 * keys above it in a share of the others */
+		int P = 1;
+		while (P < 32 && (uint32_t)(2 * P) * nb <= (uint32_t)kFThreads)
+			P *= 2;
+		const uint32_t c = (uint32_t)tid / (uint32_t)P, sub = (uint32_t)tid % (uint32_t)P;
+		const unsigned long long key = c < nb ? sm.bk[c] : 0ull;
+		uint32_t r = 0;
+		if (c < nb)
+			for (uint32_t j = sub; j < nb; j += (uint32_t)P)
+				r += sm.bk[j] > key;
+		for (int o = 1; o < P; o <<= 1)
+			r += __shfl_xor_sync(0xffffffffu, r, o);
+		if (c < nb && sub == 0 && r < (uint32_t)need)
+			sm.keep[sm.bpos[c]] = 1;
+		(void)lane;
+	} else { /* a crowded bucket: a radix select over the list's bucket-b* keys */
+		auto each = [&](auto f) {
+			for (int i = tid; i < n; i += kFThreads)
+				if (idx_bucket_dev(sm.sc[i]) == bstar)
+					f((unsigned long long)idx_key64(sm.sc[i], sm.id[i]));
+		};
+		unsigned long long prefix, mask;
+		radix_cut(each, need, sm, &prefix, &mask);
+		for (int i = tid; i < n; i += kFThreads)
+			if (idx_bucket_dev(sm.sc[i]) == bstar &&
+			    ((unsigned long long)idx_key64(sm.sc[i], sm.id[i]) & mask) >= prefix)
+				sm.keep[i] = 1;
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
+	/* compaction in id order: thread t its E consecutive entries */
+	const int E = (n + kFThreads - 1) / kFThreads, i0 = E * tid;
+	uint32_t cnt = 0;
+	for (int e = 0; e < E; e++)
+		cnt += i0 + e < n ? sm.keep[i0 + e] : 0u;
+	uint32_t at;
+	const uint32_t total = bm_emit_scan(cnt, sm, &at);
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	for (int e = 0; e < E; e++) {
+		const int i = i0 + e;
+		if (i < n && sm.keep[i]) {
+			if (at < (uint32_t)k) {
+				oid[at] = sm.id[i];
+				if (osc)
+					osc[at] = sm.sc[i];
+			}
+			at++;
+		}
+	}
+	for (int i = (int)total + tid; i < k; i += kFThreads) {
+		oid[i] = -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_END);
 }

@@ -54,12 +54,14 @@ constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][6
 constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
 constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibbles, scales */
 
-/* The fused tail's (scan_tail) shared words. */
+/* The fused tail's (scan_tail) and the bitmap tail's (bm_tail) shared words. */
 struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
 	int bin;          /* the row's threshold bucket b* */
 	int last;         /* this CTA arrived last at the row's barrier */
+	int lo;           /* bm_tail: the lower bound of b* it lists from */
 };
+constexpr int kKeep = 8; /* bm_tail: the buckets of a CTA's first kKeep tiles kept in smem */
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
 template <int S> struct SsSmem {
@@ -69,6 +71,7 @@ template <int S> struct SsSmem {
 	float w[kHeads];
 	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
+	uint16_t kb[kKeep][kTile];             /* the first tiles' score buckets (bm_tail) */
 	TailSmem tail;
 };
 /* MXFP4: the query (B) and each warp's ring of raw shares. */
@@ -76,6 +79,7 @@ template <int S> struct RsSmem {
 	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
 	uint8_t ring[4][S][kMxWarpBytes];
 	uint32_t hist[IDX_BINS];
+	uint16_t kb[kKeep][kTile];             /* the first tiles' score buckets (bm_tail) */
 	TailSmem tail;
 };
 template <typename T> constexpr size_t smem_of()
@@ -161,7 +165,7 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 /* What a scan CTA works on: request blockIdx.y's row, its limit L, and the tiles x, x +
  * G, ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
 struct ScanCta {
-	int req, row, L, x, G, n;
+	int req, row, L, x, G, n, ne; /* ne: bm_tail's sample, tiles 0 .. ne-1 (ne = n / 2) */
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
 	__device__ __forceinline__ bool begin(const idx_wg_args &a)
@@ -180,6 +184,7 @@ struct ScanCta {
 		if (x >= tiles)
 			return false;
 		n = (tiles - x + G - 1) / G;
+		ne = a.bm ? n >> 1 : -1;
 		pt = a.page_table + (size_t)req * a.max_pages;
 		if (threadIdx.x == 0)
 			idx_trace(a.trace, IDX_T_SCAN0);
@@ -401,6 +406,101 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
 
+/* ---- the bitmap tail ------------------------------------------------------------------
+ * With idx_wg_args.bm, each CTA lists the ids of its scores that may lie in the row's
+ * top k in the row's bitmap (bit j % 32 of word j / 32: 2 words a tile, each written by
+ * the tile's CTA alone, so no word needs clearing), and the select kernel (indexer.cu)
+ * picks the exact top k from the listed ids. No CTA waits for another.
+ * What to list: every score of bucket >= lo, where lo is the cut of a sample of the
+ * row's scores (the count of the sample's scores at or above lo reaches k). The k-th
+ * largest of a subset is at most the k-th largest of the whole row, so lo <= b*, and
+ * every score of the top k is listed. The sample is the early histogram hist0: each CTA
+ * adds the counts of its first ne = n / 2 tiles to it mid-scan, and reads it back once
+ * its own tiles are scored. Whatever of it has landed by then is a subset (each bin's
+ * count at any moment counts some of its scores), so the bound holds whenever it is
+ * read; a later read only lists fewer ids. A sample of fewer than k scores gives lo = 0:
+ * every id listed, which the select handles (more slowly). */
+
+/* Adds the CTA's histogram so far (h) to the row's early histogram. */
+__device__ __forceinline__ void early_flush(const idx_wg_args &a, int row, const uint32_t *h)
+{
+	uint32_t *g = a.hist0 + (size_t)row * IDX_BINS;
+#pragma unroll
+	for (int q = 0; q < IDX_BINS / 4 / kWgThreads; q++) {
+		const int at = 4 * ((int)threadIdx.x + q * kWgThreads);
+		const uint4 v = *reinterpret_cast<const uint4 *>(h + at);
+		if (v.x)
+			atomicAdd(g + at, v.x);
+		if (v.y)
+			atomicAdd(g + at + 1, v.y);
+		if (v.z)
+			atomicAdd(g + at + 2, v.z);
+		if (v.w)
+			atomicAdd(g + at + 3, v.w);
+	}
+}
+
+/* After flush_hist (its barrier: the CTA's scores and h complete). kb: the buckets of
+ * the CTA's first kKeep tiles; later tiles' scores are read back. */
+__device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, const uint32_t *h,
+			const uint16_t (*kb)[kTile])
+{
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, row = cta.row, L = cta.L;
+	const uint32_t k = (uint32_t)a.topk;
+	if (cta.ne == 0) /* one tile: its counts are the CTA's sample */
+		early_flush(a, row, h);
+	const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
+	uint32_t c[IDX_BINS / kWgThreads], sum = 0;
+	const uint4 *h4 = reinterpret_cast<const uint4 *>(a.hist0 + (size_t)row * IDX_BINS +
+							    grp * (IDX_BINS / kWgThreads));
+#pragma unroll
+	for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
+		const uint4 v = __ldcg(h4 + b);
+		c[4 * b] = v.x, c[4 * b + 1] = v.y, c[4 * b + 2] = v.z, c[4 * b + 3] = v.w;
+	}
+#pragma unroll
+	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
+		sum += c[b];
+	if (tid == 0)
+		ts.lo = 0; /* no cut (a sample of fewer than k): list every id */
+	uint32_t acc = excl_scan128(sum, ts.wsum); /* its barrier orders the store above */
+#pragma unroll
+	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
+		if (acc < k && acc + c[b] >= k)
+			ts.lo = grp * (IDX_BINS / kWgThreads) + b;
+		acc += c[b];
+	}
+	__syncthreads();
+	const uint32_t lo = (uint32_t)ts.lo;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FCUT);
+	/* half-tiles (32 ids, one word) hh = warp, warp + 4, ...: four at a time, their
+	 * read-backs in flight together */
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	uint32_t *bm = a.bmap + (size_t)row * a.bm_stride;
+	const int nh = 2 * cta.n;
+	for (int h0 = warp; h0 < nh; h0 += 16) {
+		uint32_t bk[4];
+		bool in[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int hh = h0 + 4 * u, i = hh >> 1, e = 32 * (hh & 1) + lane;
+			const int j = (cta.x + i * cta.G) * kTile + e;
+			in[u] = hh < nh && j < L;
+			bk[u] = !in[u] ? 0u : i < kKeep ? kb[i][e] : idx_bucket_dev(__ldcg(sc + j));
+		}
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int hh = h0 + 4 * u;
+			const unsigned word = __ballot_sync(0xffffffffu, in[u] && bk[u] >= lo);
+			if (lane == 0 && hh < nh)
+				bm[2 * (cta.x + (hh >> 1) * cta.G) + (hh & 1)] = word;
+		}
+	}
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FLOOP);
+}
+
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
 
 /* One page's 64 keys and scales into ring slot `slot` (every thread 4 + (tid < 16)
@@ -468,6 +568,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
+		if (i > 0 && i == cta.ne) /* bm_tail's sample: tiles 0 .. ne - 1, counted */
+			early_flush(a, row, sm.hist);
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
 		pnext = pt_at(i + S);
 
@@ -504,16 +606,21 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 			float (*r)[kTile] = sm.red;
 			float s = ((r[0][tid] + r[1][tid]) + r[2][tid]) + r[3][tid];
 			s *= sm.ks[slot][tid];
+			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
+			const uint32_t b = idx_bucket_dev(s);
+			if (i < kKeep)
+				sm.kb[i][tid] = (uint16_t)b;
 			if (key < L) {
-				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 				scores[key] = s;
-				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
+				atomicAdd(&sm.hist[b], 1u);
 			}
 		}
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
 	flush_hist(a, row, sm.hist);
-	if (a.fused)
+	if (a.bm)
+		bm_tail(a, cta, sm.tail, sm.hist, sm.kb);
+	else if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -624,6 +731,9 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 	/* Tile i: its MMA from acur, while tile i + 1 is read into anext and tile i + S - 1
 	 * (this warp's share) is copied into the slot tile i - 1 left. */
 	auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur, float *knext) {
+		if (i > 0 && i == cta.ne) /* bm_tail's sample: this warp's tiles 0 .. ne - 1, the
+					  * others' so far (a subset all the same) */
+			early_flush(a, row, sm.hist);
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B) */
 		reg_fence(d);
 		reg_fence(acur);
@@ -663,11 +773,16 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 		s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
 		s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
 		const int key = (cta.x + i * cta.G) * kTile + mykey;
-		if (c < 2 && key < L) {
+		if (c < 2) {
 			float s = (c ? s1 : s0) * kcur;
 			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
-			scores[key] = s;
-			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
+			const uint32_t b = idx_bucket_dev(s);
+			if (i < kKeep)
+				sm.kb[i][mykey] = (uint16_t)b;
+			if (key < L) {
+				scores[key] = s;
+				atomicAdd(&sm.hist[b], 1u);
+			}
 		}
 	};
 	for (int i = 0; i < n; i += 2) {
@@ -676,7 +791,9 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 			step(i + 1, a1, a0, ks1, &ks0);
 	}
 	flush_hist(a, row, sm.hist);
-	if (a.fused)
+	if (a.bm)
+		bm_tail(a, cta, sm.tail, sm.hist, sm.kb);
+	else if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -718,8 +835,9 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
-	*fused = w.fused;
+	w.fused = !a->bm && a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
+		  gx <= IDX_FLAGS;
+	*fused = a->bm ? 2 : w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
 	cfg.gridDim = dim3((unsigned)gx, (unsigned)n_req);
@@ -736,7 +854,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 		 * unfused tail needs no co-residency */
 		(void)cudaGetLastError();
 		w.fused = 0;
-		*fused = 0;
+		*fused = a->bm ? 2 : 0;
 		cfg.numAttrs = 0;
 		e = cudaLaunchKernelEx(&cfg, kern, w);
 	}
