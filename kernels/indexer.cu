@@ -1013,13 +1013,16 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 	static const char *name[IDX_TRACE_N] = { "scan0", "filt0", "scan1", "filt1", "cut2",
 						 "class", "sort0", "sort1", "end", "sel0",
 						 "selld", "s_cnt", "s_scan", "s_scat", "scan2",
-						 "fcut", "floop", "fh2" };
+						 "fcut", "floop", "fh2", "#lo", "#list", "#nb",
+						 "#nc" };
 	auto us = [&](unsigned long long v) {
 		return v && v != ~0ull ? (double)(long long)(v - t[0]) / 1e3 : -1.0;
 	};
 	fprintf(stderr, "idx-trace us (first/last CTA):");
 	for (int i = 0; i < IDX_TRACE_N; i++)
-		if (t[2 * i + 1])
+		if (i >= IDX_C_FIRST && t[2 * i] != ~0ull)
+			fprintf(stderr, " %s %llu/%llu", name[i], t[2 * i], t[2 * i + 1]);
+		else if (i < IDX_C_FIRST && t[2 * i + 1])
 			fprintf(stderr, " %s %.2f/%.2f", name[i], us(t[2 * i]), us(t[2 * i + 1]));
 	fprintf(stderr, "\n");
 }

@@ -106,7 +106,11 @@ enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLA
        IDX_T_SCAN2,
        /* inside a filter CTA (or a fused scan's tail): its cut found, its chunks
 	* classified, its bins flushed */
-       IDX_T_FCUT, IDX_T_FLOOP, IDX_T_FH2, IDX_TRACE_N };
+       IDX_T_FCUT, IDX_T_FLOOP, IDX_T_FH2,
+       /* counts, not times (idx_count: least and most over the CTAs): a bitmap-tailed
+	* scan's lower bound lo, the select's listed ids, keys in b*, keys in its cut bin */
+       IDX_C_LO, IDX_C_LIST, IDX_C_NB, IDX_C_NC, IDX_TRACE_N };
+#define IDX_C_FIRST IDX_C_LO
 
 #ifdef STRATA_HAVE_CUDA
 #ifdef __cplusplus
@@ -333,6 +337,14 @@ __device__ __forceinline__ void idx_trace(unsigned long long *t, int at)
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
 	atomicMin(t + 2 * at, ns);
 	atomicMax(t + 2 * at + 1, ns);
+}
+/* A count into slot `at` of the trace (its least and its most over the callers). */
+__device__ __forceinline__ void idx_count(unsigned long long *t, int at, unsigned long long v)
+{
+	if (!t)
+		return;
+	atomicMin(t + 2 * at, v);
+	atomicMax(t + 2 * at + 1, v);
 }
 /* idx_trace once this CTA's earlier writes and atomics are performed (a fence, then a
  * barrier: every thread of the CTA calls it); nothing, not even the fence, untraced. */

@@ -320,68 +320,129 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 }
 
 /* ---- the select after a bitmap-tailed scan (indexer_wgmma.cu bm_tail) ----------------
- * The scan listed, in the row's bitmap, a superset of the row's top k: every id whose
- * bucket is at least a lower bound of b*. One CTA a row:
- * 1. one trip: the row's histogram and bitmap words (16 a thread: ids 512 t .. 512 t +
- *    511 of a block of 262,144), then one block scan of both (the histogram's counts
- *    from the top bucket down, the words' bit counts in id order) gives b*, the count
- *    above it, and each thread's place in the list of listed ids, written in id order;
- * 2. a second trip reads the listed ids' scores: bucket > b* is taken, bucket < b* is
- *    not, and the need = k - above ids of bucket b* with the largest (score, id) keys
- *    are found by rank (each key counted against the others) or a radix select;
+ * The scan listed, in the row's bitmap, a set of ids that holds the row's top k (every id
+ * whose bucket is at least a lower bound of b*), so the row's top k is the list's top k.
+ * One CTA a row:
+ * 1. one trip for the bitmap words (16 a thread: ids 512 t .. 512 t + 511 of a block of
+ *    262,144 ids), one block scan of their bit counts, and each thread writes its listed
+ *    ids, in id order, at its place in the list;
+ * 2. a second trip for the listed ids' scores, counted by bucket (h1); the cut of h1 is
+ *    b*, and when bucket b* holds more than the need = k - (count above it), its keys are
+ *    counted by sub-bin (h2, idx_sub_of) for a second cut; the keys of that sub-bin are
+ *    ranked one against another (or radix-selected, when there are many);
  * 3. one more block scan compacts the taken ids, in id order, to the output.
- * No sort: the bitmap gives the id order. Lists longer than kBmCap (a sample too small
- * for a cut, a crowd of equal scores) take bm_wide, which reads every score. */
+ * No sort: the bitmap gives the id order. A list longer than kBmCap (a sample too small
+ * for a cut, a crowd of equal scores) takes bm_wide, which reads every score. */
 constexpr int kBmW = 16;                   /* bitmap words a thread a block */
 constexpr int kBmBlock = kBmW * kFThreads; /* words a block: 262,144 ids */
 constexpr int kBmCap = 8192;               /* listed ids resolved in shared memory */
-constexpr int kBmRank = kFThreads;         /* bucket-b* keys ranked one against another */
-typedef cub::BlockScan<unsigned long long, kFThreads> BScan64;
+constexpr int kBmRank = kFThreads;         /* cut-bin keys ranked one against another */
 
 struct BmSmem {
 	int32_t id[kBmCap];     /* the listed ids, ascending */
 	float sc[kBmCap];       /* their scores */
-	unsigned long long bk[kBmRank]; /* the keys of bucket b* among them */
-	uint16_t bpos[kBmRank];  /* and their places in id[] */
-	uint8_t keep[kBmCap];
-	union {
-		BScan64::TempStorage s64;
-		FScan::TempStorage s32;
-	} tmp;
+	uint32_t h1[IDX_BINS];  /* the listed scores by bucket */
+	uint32_t h2[IDX_BINS2]; /* bucket b*'s by sub-bin */
+	unsigned long long cc[kBmRank]; /* the keys of the cut sub-bin */
+	uint16_t cpos[kBmRank];  /* and their places in id[] */
+	uint8_t win[kBmCap];     /* cut sub-bin entries: taken */
+	FScan::TempStorage tmp;
 	uint32_t h256[256]; /* radix_cut */
 	int digit, dcnt;
 	uint32_t dabove;
 	int bin;
-	uint32_t above, hb, nb;
+	uint32_t above, at, nc;
 };
 
-/* Zeroes the row's histograms (hist, hist0): each thread its own 4 bins of each, which it
- * has read. */
-__device__ __forceinline__ void bm_clear(const Args &a, int row)
+/* The cut of an smem histogram of NB * kFThreads bins: the highest bin b with count(>= b)
+ * >= need to sm.bin (-1: none), count(> b) to sm.above, count(b) to sm.at. Barriers
+ * before (the histogram complete) and after. */
+template <int NB>
+__device__ __forceinline__ void bm_cut(const uint32_t *h, uint32_t need, BmSmem &sm)
 {
-	const uint4 z = make_uint4(0, 0, 0, 0);
-	const int at = 4 * (kFThreads - 1 - (int)threadIdx.x);
-	*reinterpret_cast<uint4 *>(a.hist + (size_t)row * IDX_BINS + at) = z;
-	*reinterpret_cast<uint4 *>(a.hist0 + (size_t)row * IDX_BINS + at) = z;
+	const int grp = kFThreads - 1 - (int)threadIdx.x;
+	if (threadIdx.x == 0)
+		sm.bin = -1;
+	__syncthreads();
+	uint32_t c[NB], sum = 0;
+#pragma unroll
+	for (int q = 0; q < NB / 4; q++) {
+		const uint4 v = *reinterpret_cast<const uint4 *>(h + NB * grp + 4 * q);
+		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
+	}
+#pragma unroll
+	for (int b = 0; b < NB; b++)
+		sum += c[b];
+	uint32_t acc;
+	FScan(sm.tmp).ExclusiveSum(sum, acc);
+#pragma unroll
+	for (int b = NB - 1; b >= 0; b--) {
+		if (acc < need && acc + c[b] >= need) {
+			sm.bin = NB * grp + b;
+			sm.above = acc;
+			sm.at = c[b];
+		}
+		acc += c[b];
+	}
+	__syncthreads();
 }
 
-/* Writes the taken ids (this thread's n of them at this thread's place, from the block
- * scan) and returns the block's count. */
-__device__ __forceinline__ uint32_t bm_emit_scan(uint32_t n, BmSmem &sm, uint32_t *at)
+/* Writes this thread's taken ids (mask over its ids j0 + u, scores s[u]) at its place
+ * from a block scan, after `base` earlier ones; returns the block's count. */
+template <int U>
+__device__ __forceinline__ uint32_t bm_emit(const Args &a, int row, uint32_t base, uint32_t take,
+					    const int32_t (&ids)[U], const float (&s)[U], BmSmem &sm)
 {
-	uint32_t total;
-	FScan(sm.tmp.s32).ExclusiveSum(n, *at, total);
+	const int k = a.topk;
+	uint32_t at, total;
+	FScan(sm.tmp).ExclusiveSum((uint32_t)__popc(take), at, total);
+	at += base;
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+#pragma unroll
+	for (int u = 0; u < U; u++)
+		if (take >> u & 1) {
+			if (at < (uint32_t)k) {
+				oid[at] = ids[u];
+				if (osc)
+					osc[at] = s[u];
+			}
+			at++;
+		}
 	__syncthreads(); /* tmp is reused */
 	return total;
 }
 
-/* The wide path: no list, every score read. Takes bucket > b*, and of bucket b* (hb
- * scores) the need largest keys, found by a radix select over the scores. */
-__device__ void bm_wide(const Args &a, int row, int L, uint32_t bstar, int need, uint32_t hb,
-			BmSmem &sm)
+__device__ __forceinline__ void bm_pad(const Args &a, int row, uint32_t from)
+{
+	const int k = a.topk;
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	for (int i = (int)from + (int)threadIdx.x; i < k; i += kFThreads) {
+		oid[i] = -1;
+		if (osc)
+			osc[i] = 0.0f;
+	}
+}
+
+/* The wide path: no list, every score read (h1 zero on entry): counted by bucket for b*,
+ * then bucket > b* taken, and of bucket b* the need largest keys (a radix select). */
+__device__ void bm_wide(const Args &a, int row, int L, BmSmem &sm)
 {
 	const int k = a.topk, tid = threadIdx.x;
 	const float *sc = a.scores + (size_t)row * a.sstride;
+	for (int j = tid; j < L; j += kFThreads)
+		agg_inc(&sm.h1[idx_bucket_dev(__ldcg(sc + j))], true);
+	__syncthreads();
+	bm_cut<IDX_BINS / kFThreads>(sm.h1, (uint32_t)k, sm);
+	if (sm.bin < 0) { /* cannot happen: L > k scores counted */
+		write_trivial(a, row, L, true);
+		return;
+	}
+	const uint32_t bstar = (uint32_t)sm.bin, hb = sm.at;
+	const int need = k - (int)sm.above;
+	if (tid == 0)
+		publish_cut(a, row, bstar);
 	unsigned long long prefix = 0, mask = 0; /* all of bucket b*: (key & 0) >= 0 */
 	if ((uint32_t)need < hb) {
 		auto each = [&](auto f) {
@@ -393,55 +454,38 @@ __device__ void bm_wide(const Args &a, int row, int L, uint32_t bstar, int need,
 		};
 		radix_cut(each, need, sm, &prefix, &mask);
 	}
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
 	uint32_t base = 0;
 	for (int j0 = 0; j0 < L; j0 += kFThreads * 16) { /* 16 consecutive ids a thread */
 		const int j1 = j0 + 16 * tid;
 		float s[16];
-		uint32_t take = 0, n = 0;
+		int32_t ids[16];
+		uint32_t take = 0;
 #pragma unroll
 		for (int u = 0; u < 16; u++) {
+			ids[u] = j1 + u;
 			s[u] = j1 + u < L ? __ldcg(sc + j1 + u) : 0.0f;
 			const uint32_t b = idx_bucket_dev(s[u]);
 			const bool t = j1 + u < L &&
 				       (b > bstar || (b == bstar &&
 						      ((unsigned long long)idx_key64(s[u], j1 + u) & mask) >= prefix));
 			take |= (uint32_t)t << u;
-			n += t;
 		}
-		uint32_t at;
-		const uint32_t total = bm_emit_scan(n, sm, &at);
-		at += base;
-#pragma unroll
-		for (int u = 0; u < 16; u++)
-			if (take >> u & 1) {
-				if (at < (uint32_t)k) {
-					oid[at] = j1 + u;
-					if (osc)
-						osc[at] = s[u];
-				}
-				at++;
-			}
-		base += total;
+		base += bm_emit<16>(a, row, base, take, ids, s, sm);
 	}
-	for (int i = (int)base + tid; i < k; i += kFThreads) {
-		oid[i] = -1;
-		if (osc)
-			osc[i] = 0.0f;
-	}
+	bm_pad(a, row, base);
 }
 
-/* grid n_rows: the select after a bitmap-tailed scan (its programmatic dependent). */
+/* grid n_rows: the select after a bitmap-tailed scan (its programmatic dependent). Leaves
+ * the row's early histogram zero. */
 __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 {
 	extern __shared__ uint4 bm_smem_raw[];
 	BmSmem &sm = *reinterpret_cast<BmSmem *>(bm_smem_raw);
-	const int row = (int)blockIdx.x, tid = threadIdx.x, lane = tid & 31, k = a.topk;
+	const int row = (int)blockIdx.x, tid = threadIdx.x, k = a.topk;
 	idx_pdl_wait();
 	if (tid == 0) {
 		idx_trace(a.trace, IDX_T_SEL0);
-		sm.bin = -1, sm.above = 0, sm.hb = 0, sm.nb = 0;
+		sm.nc = 0;
 	}
 	const int L = row_lim(a, row);
 	if (L <= k) { /* nothing scored: the row's counters are untouched */
@@ -450,12 +494,18 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 		write_trivial(a, row, L, false);
 		return;
 	}
-	const int grp = kFThreads - 1 - tid; /* thread t: bins 4 (511 - t) .. + 3 */
-	const uint4 hv = __ldcg(reinterpret_cast<const uint4 *>(a.hist + (size_t)row * IDX_BINS) + grp);
+	{ /* the early histogram, read by every scan CTA before the scan ended: zero again */
+		const uint4 z = make_uint4(0, 0, 0, 0);
+		reinterpret_cast<uint4 *>(a.hist0 + (size_t)row * IDX_BINS)[tid] = z;
+		for (int i = tid; i < IDX_BINS / 4; i += kFThreads)
+			reinterpret_cast<uint4 *>(sm.h1)[i] = z;
+		for (int i = tid; i < IDX_BINS2 / 4; i += kFThreads)
+			reinterpret_cast<uint4 *>(sm.h2)[i] = z;
+	}
+	static_assert(IDX_BINS / 4 == kFThreads, "one uint4 of the early histogram a thread");
 	const uint32_t *bm = a.bmap + (size_t)row * a.bm_stride;
 	const int nw = (L + 31) >> 5;
-	__syncthreads(); /* sm's words set */
-	uint32_t nlist = 0; /* listed ids so far (all blocks before this one) */
+	uint32_t nlist = 0; /* listed ids in the blocks before this one */
 	for (int w0 = 0; w0 < nw; w0 += kBmBlock) {
 		const int wt = w0 + kBmW * tid; /* this thread's first word */
 		uint32_t w[kBmW], pc = 0;
@@ -471,24 +521,9 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 #pragma unroll
 		for (int q = 0; q < kBmW; q++)
 			pc += (uint32_t)__popc(w[q]);
-		/* block 0 scans the histogram too: counts high, bit counts low */
-		const uint32_t hs = w0 ? 0u : hv.x + hv.y + hv.z + hv.w;
-		unsigned long long ex, agg;
-		BScan64(sm.tmp.s64).ExclusiveSum((unsigned long long)hs << 32 | pc, ex, agg);
-		if (!w0) {
-			uint32_t above = (uint32_t)(ex >> 32);
-			const uint32_t c[4] = { hv.x, hv.y, hv.z, hv.w };
-#pragma unroll
-			for (int b = 3; b >= 0; b--) {
-				if (above < (uint32_t)k && above + c[b] >= (uint32_t)k) {
-					sm.bin = 4 * grp + b;
-					sm.above = above;
-					sm.hb = c[b];
-				}
-				above += c[b];
-			}
-		}
-		uint32_t at = nlist + (uint32_t)ex;
+		uint32_t at, agg;
+		FScan(sm.tmp).ExclusiveSum(pc, at, agg);
+		at += nlist;
 #pragma unroll
 		for (int q = 0; q < kBmW; q++) {
 			uint32_t x = w[q];
@@ -500,29 +535,19 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 				at++;
 			}
 		}
-		nlist += (uint32_t)agg;
-		__syncthreads(); /* tmp is reused; the list and the cut written */
+		nlist += agg;
+		__syncthreads(); /* tmp is reused; the list written */
 	}
-	const int bin = sm.bin;
-	bm_clear(a, row); /* every read of the histograms is done */
-	if (bin < 0) { /* an inconsistent histogram (cannot happen with L > k counted) */
-		write_trivial(a, row, L, true);
-		return;
-	}
-	const uint32_t bstar = (uint32_t)bin, above1 = sm.above;
-	const int need = k - (int)above1; /* >= 1 */
-	if (tid == 0) {
-		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
-		idx_trace(a.trace, IDX_T_SELLD);
-	}
+	if (tid == 0)
+		idx_count(a.trace, IDX_C_LIST, nlist);
 	if (nlist > (uint32_t)kBmCap) {
-		bm_wide(a, row, L, bstar, need, sm.hb, sm);
+		bm_wide(a, row, L, sm);
 		if (tid == 0)
 			idx_trace(a.trace, IDX_T_END);
 		return;
 	}
 	const int n = (int)nlist;
-	/* the listed ids' scores, in flight together */
+	/* the listed ids' scores, in flight together, counted by bucket */
 	const float *scr = a.scores + (size_t)row * a.sstride;
 	constexpr int PER = kBmCap / kFThreads;
 	float s[PER];
@@ -534,90 +559,121 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 #pragma unroll
 	for (int u = 0; u < PER; u++) {
 		const int i = tid + u * kFThreads;
-		if (i >= n)
-			break;
-		const uint32_t b = idx_bucket_dev(s[u]);
-		sm.sc[i] = s[u];
-		sm.keep[i] = b > bstar;
-		if (b == bstar) {
-			const uint32_t c = agg_inc(&sm.nb, true);
-			if (c < (uint32_t)kBmRank) {
-				sm.bk[c] = (unsigned long long)idx_key64(s[u], sm.id[i]);
-				sm.bpos[c] = (uint16_t)i;
-			}
-		}
+		if (u * kFThreads >= n)
+			break; /* warp-uniform */
+		if (i < n)
+			sm.sc[i] = s[u];
+		agg_inc(&sm.h1[idx_bucket_dev(s[u])], i < n);
 	}
 	__syncthreads();
 	if (tid == 0)
-		idx_trace(a.trace, IDX_T_CLASS);
-	const uint32_t nb = sm.nb;
-	if (nb <= (uint32_t)need) { /* all of bucket b* (nb == need: the list holds it all) */
-		if (nb <= (uint32_t)kBmRank) {
-			for (uint32_t c = tid; c < nb; c += kFThreads)
-				sm.keep[sm.bpos[c]] = 1;
-		} else {
-			for (int i = tid; i < n; i += kFThreads)
-				if (idx_bucket_dev(sm.sc[i]) == bstar)
-					sm.keep[i] = 1;
-		}
-	} else if (nb <= (uint32_t)kBmRank) {
-		/* rank: P threads a key (a power of two, lanes of one warp), each counting the
-		 * keys above it in a share of the others */
-		int P = 1;
-		while (P < 32 && (uint32_t)(2 * P) * nb <= (uint32_t)kFThreads)
-			P *= 2;
-		const uint32_t c = (uint32_t)tid / (uint32_t)P, sub = (uint32_t)tid % (uint32_t)P;
-		const unsigned long long key = c < nb ? sm.bk[c] : 0ull;
-		uint32_t r = 0;
-		if (c < nb)
-			for (uint32_t j = sub; j < nb; j += (uint32_t)P)
-				r += sm.bk[j] > key;
-		for (int o = 1; o < P; o <<= 1)
-			r += __shfl_xor_sync(0xffffffffu, r, o);
-		if (c < nb && sub == 0 && r < (uint32_t)need)
-			sm.keep[sm.bpos[c]] = 1;
-		(void)lane;
-	} else { /* a crowded bucket: a radix select over the list's bucket-b* keys */
-		auto each = [&](auto f) {
-			for (int i = tid; i < n; i += kFThreads)
-				if (idx_bucket_dev(sm.sc[i]) == bstar)
-					f((unsigned long long)idx_key64(sm.sc[i], sm.id[i]));
-		};
-		unsigned long long prefix, mask;
-		radix_cut(each, need, sm, &prefix, &mask);
-		for (int i = tid; i < n; i += kFThreads)
-			if (idx_bucket_dev(sm.sc[i]) == bstar &&
-			    ((unsigned long long)idx_key64(sm.sc[i], sm.id[i]) & mask) >= prefix)
-				sm.keep[i] = 1;
+		idx_trace(a.trace, IDX_T_SELLD);
+	bm_cut<IDX_BINS / kFThreads>(sm.h1, (uint32_t)k, sm);
+	if (sm.bin < 0) { /* cannot happen: the list holds the top k */
+		write_trivial(a, row, L, true);
+		return;
 	}
-	__syncthreads();
+	const uint32_t bstar = (uint32_t)sm.bin, hb = sm.at;
+	const int need = k - (int)sm.above; /* >= 1 */
+	if (tid == 0) {
+		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
+		idx_count(a.trace, IDX_C_NB, hb);
+	}
+	uint32_t base = 0;
+	int shift = 0;
+	idx_sub_bounds(bstar, &base, &shift);
+	int b2 = -1, mode = 0; /* 0: all of bucket b*; 1: sub-bins >= b2; 2: > b2, win in b2 */
+	if ((uint32_t)need < hb) {
+		for (int i = tid; i < n; i += kFThreads) {
+			const bool in = idx_bucket_dev(sm.sc[i]) == bstar;
+			agg_inc(&sm.h2[in ? idx_sub_of(idx_ord32(sm.sc[i]), base, shift) : 0], in);
+		}
+		__syncthreads();
+		bm_cut<IDX_BINS2 / kFThreads>(sm.h2, (uint32_t)need, sm);
+		b2 = sm.bin; /* >= 0: bucket b* holds more than need */
+		const uint32_t n2 = sm.at;
+		const int need2 = need - (int)sm.above;
+		mode = 1;
+		if ((uint32_t)need2 < n2) {
+			mode = 2;
+			auto in_cut = [&](int i) {
+				return idx_bucket_dev(sm.sc[i]) == bstar &&
+				       idx_sub_of(idx_ord32(sm.sc[i]), base, shift) == (uint32_t)b2;
+			};
+			if (n2 <= (uint32_t)kBmRank) {
+				for (int i = tid; i < n; i += kFThreads) {
+					const bool in = in_cut(i);
+					const uint32_t c = agg_inc(&sm.nc, in);
+					if (in) {
+						sm.cc[c] = (unsigned long long)idx_key64(sm.sc[i], sm.id[i]);
+						sm.cpos[c] = (uint16_t)i;
+					}
+				}
+				__syncthreads();
+				/* rank: P threads a key (a power of two, lanes of one warp), each
+				 * counting the keys above it in a share of the others */
+				int P = 1;
+				while (P < 32 && (uint32_t)(2 * P) * n2 <= (uint32_t)kFThreads)
+					P *= 2;
+				const uint32_t c = (uint32_t)tid / (uint32_t)P, sub = (uint32_t)tid % (uint32_t)P;
+				const unsigned long long key = c < n2 ? sm.cc[c] : 0ull;
+				uint32_t r = 0;
+				if (c < n2)
+					for (uint32_t j = sub; j < n2; j += (uint32_t)P)
+						r += sm.cc[j] > key;
+				for (int o = 1; o < P; o <<= 1)
+					r += __shfl_xor_sync(0xffffffffu, r, o);
+				if (c < n2 && sub == 0)
+					sm.win[sm.cpos[c]] = r < (uint32_t)need2;
+			} else { /* a crowded sub-bin: a radix select over its keys */
+				auto each = [&](auto f) {
+					for (int i = tid; i < n; i += kFThreads)
+						if (in_cut(i))
+							f((unsigned long long)idx_key64(sm.sc[i], sm.id[i]));
+				};
+				unsigned long long prefix, mask;
+				radix_cut(each, need2, sm, &prefix, &mask);
+				for (int i = tid; i < n; i += kFThreads)
+					if (in_cut(i))
+						sm.win[i] = ((unsigned long long)idx_key64(sm.sc[i], sm.id[i]) &
+							     mask) >= prefix;
+			}
+			__syncthreads();
+			if (tid == 0)
+				idx_count(a.trace, IDX_C_NC, n2);
+		}
+	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT0);
-	/* compaction in id order: thread t its E consecutive entries */
-	const int E = (n + kFThreads - 1) / kFThreads, i0 = E * tid;
-	uint32_t cnt = 0;
-	for (int e = 0; e < E; e++)
-		cnt += i0 + e < n ? sm.keep[i0 + e] : 0u;
-	uint32_t at;
-	const uint32_t total = bm_emit_scan(cnt, sm, &at);
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	for (int e = 0; e < E; e++) {
-		const int i = i0 + e;
-		if (i < n && sm.keep[i]) {
-			if (at < (uint32_t)k) {
-				oid[at] = sm.id[i];
-				if (osc)
-					osc[at] = sm.sc[i];
+	/* compaction in id order: thread t its PER consecutive entries */
+	const int i0 = PER * tid;
+	int32_t ids[PER];
+	float sv[PER];
+	uint32_t take = 0;
+#pragma unroll
+	for (int u = 0; u < PER; u++) {
+		const int i = i0 + u;
+		bool t = false;
+		ids[u] = 0;
+		sv[u] = 0.0f;
+		if (i < n) {
+			ids[u] = sm.id[i];
+			sv[u] = sm.sc[i];
+			const uint32_t b = idx_bucket_dev(sv[u]);
+			t = b > bstar;
+			if (b == bstar) {
+				if (mode == 0) {
+					t = true;
+				} else {
+					const uint32_t q = idx_sub_of(idx_ord32(sv[u]), base, shift);
+					t = q > (uint32_t)b2 || (q == (uint32_t)b2 && (mode == 1 || sm.win[i]));
+				}
 			}
-			at++;
 		}
+		take |= (uint32_t)t << u;
 	}
-	for (int i = (int)total + tid; i < k; i += kFThreads) {
-		oid[i] = -1;
-		if (osc)
-			osc[i] = 0.0f;
-	}
+	const uint32_t total = bm_emit<PER>(a, row, 0, take, ids, sv, sm);
+	bm_pad(a, row, total);
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_END);
 }

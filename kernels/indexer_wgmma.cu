@@ -212,11 +212,12 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 	if (threadIdx.x == 0)
 		idx_trace(a.trace, IDX_T_SCAN1);
 	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
-		const uint32_t v = h[i];
-		if (v)
-			atomicAdd(&gh[i], v);
-	}
+	if (!a.bm) /* the bitmap tail's select counts the listed scores itself */
+		for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
+			const uint32_t v = h[i];
+			if (v)
+				atomicAdd(&gh[i], v);
+		}
 	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
 	wait_groups<0>(); /* the trailing empty groups */
 }
@@ -413,30 +414,44 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
  * picks the exact top k from the listed ids. No CTA waits for another.
  * What to list: every score of bucket >= lo, where lo is the cut of a sample of the
  * row's scores (the count of the sample's scores at or above lo reaches k). The k-th
- * largest of a subset is at most the k-th largest of the whole row, so lo <= b*, and
- * every score of the top k is listed. The sample is the early histogram hist0: each CTA
- * adds the counts of its first ne = n / 2 tiles to it mid-scan, and reads it back once
- * its own tiles are scored. Whatever of it has landed by then is a subset (each bin's
- * count at any moment counts some of its scores), so the bound holds whenever it is
- * read; a later read only lists fewer ids. A sample of fewer than k scores gives lo = 0:
- * every id listed, which the select handles (more slowly). */
+ * largest of a subset is at most the k-th largest of the whole row, so lo <= b* (the
+ * bucket of the row's k-th largest), and every score of the top k is listed; the top k
+ * of a list that holds the row's top k is the row's top k. The sample is the early
+ * histogram hist0: each CTA adds the top of its first ne = n / 2 tiles' counts to it
+ * mid-scan (early_sample), and reads it back once its own tiles are scored. Whatever of
+ * it has landed by then is a subset (each bin's count at any moment counts some of its
+ * scores), so the bound holds whenever it is read; a later read only lists fewer ids. A
+ * sample of fewer than k scores gives lo = 0: every id listed, which the select handles
+ * (more slowly). The scan's histogram is not flushed: the select counts the listed
+ * scores itself. */
 
-/* Adds the CTA's histogram so far (h) to the row's early histogram. */
-__device__ __forceinline__ void early_flush(const idx_wg_args &a, int row, const uint32_t *h)
+constexpr uint32_t kSampleTop = 8; /* a CTA's sample: its bins down to its 8th score */
+
+/* Adds the top of the CTA's histogram so far (h: its bins from the highest down to the
+ * one that brings the count to kSampleTop) to the row's early histogram: a few atomics a
+ * CTA, on the row's few highest bins, instead of every bin's (the whole sample's adds
+ * crowd each bin's address with one add a CTA, and the scan's own reads queue behind
+ * them). Every CTA of the row calls it (a barrier). */
+__device__ __forceinline__ void early_sample(const idx_wg_args &a, int row, const uint32_t *h,
+					     TailSmem &ts)
 {
-	uint32_t *g = a.hist0 + (size_t)row * IDX_BINS;
+	const int grp = kWgThreads - 1 - (int)threadIdx.x; /* bins 16 (127 - t) .. + 15 */
+	uint32_t c[IDX_BINS / kWgThreads], sum = 0;
 #pragma unroll
-	for (int q = 0; q < IDX_BINS / 4 / kWgThreads; q++) {
-		const int at = 4 * ((int)threadIdx.x + q * kWgThreads);
-		const uint4 v = *reinterpret_cast<const uint4 *>(h + at);
-		if (v.x)
-			atomicAdd(g + at, v.x);
-		if (v.y)
-			atomicAdd(g + at + 1, v.y);
-		if (v.z)
-			atomicAdd(g + at + 2, v.z);
-		if (v.w)
-			atomicAdd(g + at + 3, v.w);
+	for (int q = 0; q < IDX_BINS / kWgThreads / 4; q++) {
+		const uint4 v = *reinterpret_cast<const uint4 *>(h + grp * (IDX_BINS / kWgThreads) + 4 * q);
+		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
+	}
+#pragma unroll
+	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
+		sum += c[b];
+	uint32_t acc = excl_scan128(sum, ts.wsum);
+	uint32_t *g = a.hist0 + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads);
+#pragma unroll
+	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
+		if (acc < kSampleTop && c[b])
+			atomicAdd(g + b, c[b]);
+		acc += c[b];
 	}
 }
 
@@ -448,7 +463,7 @@ __device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, 
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, row = cta.row, L = cta.L;
 	const uint32_t k = (uint32_t)a.topk;
 	if (cta.ne == 0) /* one tile: its counts are the CTA's sample */
-		early_flush(a, row, h);
+		early_sample(a, row, h, ts);
 	const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
 	uint32_t c[IDX_BINS / kWgThreads], sum = 0;
 	const uint4 *h4 = reinterpret_cast<const uint4 *>(a.hist0 + (size_t)row * IDX_BINS +
@@ -472,8 +487,10 @@ __device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, 
 	}
 	__syncthreads();
 	const uint32_t lo = (uint32_t)ts.lo;
-	if (tid == 0)
+	if (tid == 0) {
 		idx_trace(a.trace, IDX_T_FCUT);
+		idx_count(a.trace, IDX_C_LO, lo);
+	}
 	/* half-tiles (32 ids, one word) hh = warp, warp + 4, ...: four at a time, their
 	 * read-backs in flight together */
 	const float *sc = a.scores + (size_t)row * a.sstride;
@@ -569,7 +586,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
 		if (i > 0 && i == cta.ne) /* bm_tail's sample: tiles 0 .. ne - 1, counted */
-			early_flush(a, row, sm.hist);
+			early_sample(a, row, sm.hist, sm.tail);
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
 		pnext = pt_at(i + S);
 
@@ -731,9 +748,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 	/* Tile i: its MMA from acur, while tile i + 1 is read into anext and tile i + S - 1
 	 * (this warp's share) is copied into the slot tile i - 1 left. */
 	auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur, float *knext) {
-		if (i > 0 && i == cta.ne) /* bm_tail's sample: this warp's tiles 0 .. ne - 1, the
-					  * others' so far (a subset all the same) */
-			early_flush(a, row, sm.hist);
+		if (i > 0 && i == cta.ne) /* bm_tail's sample: tiles 0 .. ne - 1 (a barrier) */
+			early_sample(a, row, sm.hist, sm.tail);
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B) */
 		reg_fence(d);
 		reg_fence(acur);

@@ -17,6 +17,10 @@
 #   quick            build everything, the tests matching CTEST_R (default the indexer's;
 #                    `^none$`: none), one-row timelines, and 1M batch 1 / 8 of both
 #                    formats once (CTX: other contexts): a first look at a change
+#   abq REV          quick's build, tests and timelines, then REV's CLI (after
+#                    `scripts/gpu-ab.sh prepare REV` here; carry build-alt too) and three
+#                    rounds alternating the tree (M) and REV over 1M batch 1 / 8 of both
+#                    formats (CTX: other contexts), one line a point: graph us and eff
 set -u
 mode=${1:-}
 shift || true
@@ -85,8 +89,29 @@ quick)
 	timeout 100 $B bench indexer --ctx "${CTX:-1M}" --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 \
 		--wgmma 2>&1 | grep -E "^(fp8|mxfp4) " | awk '{print $1, $3, $4, "graph", $9, "eff", $14}'
 	;;
+abq)
+	(cmake -S "build-alt/$1" -B "build-alt/b$1" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
+		-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
+		cmake --build "build-alt/b$1" -j6 --target strata_cli >"$OUT/build_$1.log" 2>&1) &
+	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+	wait
+	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
+		--timeout 300 >"$OUT/ctest.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
+	traces
+	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4
+	for i in 1 2 3; do
+		for v in M "$1"; do
+			b=build-alt/b$v/strata
+			[ "$v" = M ] && b=$B
+			timeout 100 $b bench indexer --ctx "${CTX:-1M}" --batch 1,8 --rows 1 \
+				--fmt fp8,mxfp4 --q8 --wgmma 2>&1 | grep -E "^(fp8|mxfp4) " |
+				awk -v v="$v" -v i="$i" '{print v, i, $1, $3, $4, "graph", $9, "eff", $14}'
+		done
+	done
+	;;
 *)
-	echo "usage: $0 diag|ncu|run REV|final REV|quick" >&2
+	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV" >&2
 	exit 2
 	;;
 esac
