@@ -645,8 +645,9 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT0);
-	/* compaction in id order: thread t its PER consecutive entries */
-	const int i0 = PER * tid;
+	/* compaction in id order: thread t its E consecutive entries (E <= PER: every
+	 * thread busy, not the first n / PER) */
+	const int E = (n + kFThreads - 1) / kFThreads, i0 = E * tid;
 	int32_t ids[PER];
 	float sv[PER];
 	uint32_t take = 0;
@@ -656,6 +657,8 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 		bool t = false;
 		ids[u] = 0;
 		sv[u] = 0.0f;
+		if (u >= E)
+			break; /* block-uniform */
 		if (i < n) {
 			ids[u] = sm.id[i];
 			sv[u] = sm.sc[i];
