@@ -73,7 +73,7 @@ struct Args {
 	int32_t *out_ids;
 	float *out_scores;
 	uint32_t *hist, *count, *hist2;
-	uint32_t *hist0, *bmap; /* a bitmap-tailed scan's sample and listed ids */
+	uint32_t *flag, *bmap; /* a bitmap-tailed scan's sample words and listed ids */
 	size_t bm_stride;
 	unsigned long long *sel, *cand; /* keys (idx_key64) */
 	float *scores;
@@ -1079,7 +1079,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.hist = reinterpret_cast<uint32_t *>(sb + l.off_hist);
 	a.count = reinterpret_cast<uint32_t *>(sb + l.off_count);
 	a.hist2 = reinterpret_cast<uint32_t *>(sb + l.off_hist2);
-	a.hist0 = reinterpret_cast<uint32_t *>(sb + l.off_hist0);
+	a.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);
 	a.bmap = reinterpret_cast<uint32_t *>(sb + l.off_bm);
 	a.bm_stride = l.bm_stride;
 	a.sel = reinterpret_cast<unsigned long long *>(sb + l.off_sel);
@@ -1133,7 +1133,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			/* the bitmap tail, where the fused one ran: no waits between the scan's
 			 * CTAs, any batch (select_bm_kernel) */
 			w.bm = w.fused;
-			w.hist0 = a.hist0;
 			w.bmap = a.bmap;
 			w.bm_stride = a.bm_stride;
 			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st, &fused);
@@ -1193,7 +1192,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		cudaLaunchConfig_t cfg = {};
 		cudaLaunchAttribute at[1];
 		cfg.gridDim = dim3((unsigned)p->n_rows);
-		cfg.blockDim = dim3(kFThreads);
+		cfg.blockDim = dim3(kBmT);
 		cfg.dynamicSmemBytes = sizeof(BmSmem);
 		cfg.stream = st;
 		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

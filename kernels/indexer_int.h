@@ -87,10 +87,10 @@ typedef struct idx_wg_args {
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
-	/* the bitmap tail (indexer_wgmma.cu bm_tail): asked for; the early histogram (a
-	 * sample of the row's scores, zero at rest) and the row's bitmap of listed ids */
+	/* the bitmap tail (indexer_wgmma.cu bm_tail): asked for; the row's bitmap of
+	 * listed ids (its sample words are the flag region's) */
 	int bm;
-	uint32_t *hist0, *bmap;
+	uint32_t *bmap;
 	size_t bm_stride; /* words per row */
 } idx_wg_args;
 
@@ -380,7 +380,8 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
 			       * count above b* (indexer_wgmma.cu scan_tail), 3 spare */
-#define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
+#define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags, or a
+			       * bitmap-tailed scan's CTAs' sample words */
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
@@ -425,7 +426,7 @@ typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */
 	size_t cand_cap;      /* candidates per row */
 	size_t bm_stride;     /* bitmap words per row: 2 a tile of 64, 64-word aligned */
-	size_t off_hist, off_count, off_hist2, off_flag, off_hist0, off_sel, off_cand, off_bm;
+	size_t off_hist, off_count, off_hist2, off_flag, off_sel, off_cand, off_bm;
 	size_t off_scores, total;
 	size_t zero_bytes;    /* [0, zero_bytes): the counters, zero at rest (see below) */
 } idx_gpu_layout;
@@ -435,7 +436,7 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* The counters (hist, count, hist2, flag, hist0) come first and are zero at rest: the
+/* The counters (hist, count, hist2, flag) come first and are zero at rest: the
  * caller zeroes the scratch once after allocating it, and each call leaves them zero
  * again (the row's select clears what its row used), so no call needs a memset. The
  * rest (selected ids, candidates, the id bitmap, scores) is written before it is read in
@@ -450,8 +451,7 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->off_count = idx_align(rows * IDX_BINS * 4);
 	l->off_hist2 = l->off_count + idx_align(rows * IDX_CNT * 4);
 	l->off_flag = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
-	l->off_hist0 = l->off_flag + idx_align(rows * IDX_FLAGS * 4);
-	l->off_sel = l->off_hist0 + idx_align(rows * IDX_BINS * 4);
+	l->off_sel = l->off_flag + idx_align(rows * IDX_FLAGS * 4);
 	l->zero_bytes = l->off_sel;
 	l->bm_stride = ((lim + 63) / 64 * 2 + 63) & ~(size_t)63;
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 8);

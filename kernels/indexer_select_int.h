@@ -322,8 +322,10 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 /* ---- the select after a bitmap-tailed scan (indexer_wgmma.cu bm_tail) ----------------
  * The scan listed, in the row's bitmap, a set of ids that holds the row's top k (every id
  * whose bucket is at least a lower bound of b*), so the row's top k is the list's top k.
- * One CTA a row:
- * 1. one trip for the bitmap words (16 a thread: ids 512 t .. 512 t + 511 of a block of
+ * One CTA of 1024 threads a row (a one-CTA path is bound by its instructions a warp:
+ * every step here is spread over all the threads, loops are not unrolled past what
+ * their loads need, and the code stays small, since it runs with cold caches):
+ * 1. one trip for the bitmap words (8 a thread: ids 256 t .. 256 t + 255 of a block of
  *    262,144 ids), one block scan of their bit counts, and each thread writes its listed
  *    ids, in id order, at its place in the list;
  * 2. a second trip for the listed ids' scores, counted by bucket (h1); the cut of h1 is
@@ -333,10 +335,14 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
  * 3. one more block scan compacts the taken ids, in id order, to the output.
  * No sort: the bitmap gives the id order. A list longer than kBmCap (a sample too small
  * for a cut, a crowd of equal scores) takes bm_wide, which reads every score. */
-constexpr int kBmW = 16;                   /* bitmap words a thread a block */
-constexpr int kBmBlock = kBmW * kFThreads; /* words a block: 262,144 ids */
+constexpr int kBmT = 1024;                 /* threads */
+constexpr int kBmW = 8;                    /* bitmap words a thread a block */
+constexpr int kBmBlock = kBmW * kBmT;      /* words a block: 262,144 ids */
 constexpr int kBmCap = 8192;               /* listed ids resolved in shared memory */
-constexpr int kBmRank = kFThreads;         /* cut-bin keys ranked one against another */
+constexpr int kBmPer = kBmCap / kBmT;      /* list entries a thread */
+constexpr int kBmRank = kBmT;              /* cut-bin keys ranked one against another */
+typedef cub::BlockScan<uint32_t, kBmT> BmScan;
+static_assert(IDX_BINS % kBmT == 0 && IDX_BINS2 % kBmT == 0 && kBmPer <= 32, "shapes");
 
 struct BmSmem {
 	int32_t id[kBmCap];     /* the listed ids, ascending */
@@ -346,7 +352,7 @@ struct BmSmem {
 	unsigned long long cc[kBmRank]; /* the keys of the cut sub-bin */
 	uint16_t cpos[kBmRank];  /* and their places in id[] */
 	uint8_t win[kBmCap];     /* cut sub-bin entries: taken */
-	FScan::TempStorage tmp;
+	BmScan::TempStorage tmp;
 	uint32_t h256[256]; /* radix_cut */
 	int digit, dcnt;
 	uint32_t dabove;
@@ -354,27 +360,24 @@ struct BmSmem {
 	uint32_t above, at, nc;
 };
 
-/* The cut of an smem histogram of NB * kFThreads bins: the highest bin b with count(>= b)
- * >= need to sm.bin (-1: none), count(> b) to sm.above, count(b) to sm.at. Barriers
- * before (the histogram complete) and after. */
+/* The cut of an smem histogram of NB * kBmT bins: the highest bin b with count(>= b) >=
+ * need to sm.bin (-1: none), count(> b) to sm.above, count(b) to sm.at. The caller has
+ * synchronised after the histogram's last add and after every read of the last cut's
+ * words; synchronises after. */
 template <int NB>
 __device__ __forceinline__ void bm_cut(const uint32_t *h, uint32_t need, BmSmem &sm)
 {
-	const int grp = kFThreads - 1 - (int)threadIdx.x;
+	const int grp = kBmT - 1 - (int)threadIdx.x; /* thread t: bins NB (1023 - t) .. */
 	if (threadIdx.x == 0)
 		sm.bin = -1;
-	__syncthreads();
 	uint32_t c[NB], sum = 0;
 #pragma unroll
-	for (int q = 0; q < NB / 4; q++) {
-		const uint4 v = *reinterpret_cast<const uint4 *>(h + NB * grp + 4 * q);
-		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
-	}
-#pragma unroll
-	for (int b = 0; b < NB; b++)
+	for (int b = 0; b < NB; b++) {
+		c[b] = h[NB * grp + b];
 		sum += c[b];
+	}
 	uint32_t acc;
-	FScan(sm.tmp).ExclusiveSum(sum, acc);
+	BmScan(sm.tmp).ExclusiveSum(sum, acc); /* its barrier orders sm.bin's reset */
 #pragma unroll
 	for (int b = NB - 1; b >= 0; b--) {
 		if (acc < need && acc + c[b] >= need) {
@@ -387,54 +390,29 @@ __device__ __forceinline__ void bm_cut(const uint32_t *h, uint32_t need, BmSmem 
 	__syncthreads();
 }
 
-/* Writes this thread's taken ids (mask over its ids j0 + u, scores s[u]) at its place
- * from a block scan, after `base` earlier ones; returns the block's count. */
-template <int U>
-__device__ __forceinline__ uint32_t bm_emit(const Args &a, int row, uint32_t base, uint32_t take,
-					    const int32_t (&ids)[U], const float (&s)[U], BmSmem &sm)
-{
-	const int k = a.topk;
-	uint32_t at, total;
-	FScan(sm.tmp).ExclusiveSum((uint32_t)__popc(take), at, total);
-	at += base;
-	int32_t *oid = a.out_ids + (size_t)row * k;
-	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-#pragma unroll
-	for (int u = 0; u < U; u++)
-		if (take >> u & 1) {
-			if (at < (uint32_t)k) {
-				oid[at] = ids[u];
-				if (osc)
-					osc[at] = s[u];
-			}
-			at++;
-		}
-	__syncthreads(); /* tmp is reused */
-	return total;
-}
-
 __device__ __forceinline__ void bm_pad(const Args &a, int row, uint32_t from)
 {
 	const int k = a.topk;
 	int32_t *oid = a.out_ids + (size_t)row * k;
 	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
-	for (int i = (int)from + (int)threadIdx.x; i < k; i += kFThreads) {
+	for (int i = (int)from + (int)threadIdx.x; i < k; i += kBmT) {
 		oid[i] = -1;
 		if (osc)
 			osc[i] = 0.0f;
 	}
 }
 
-/* The wide path: no list, every score read (h1 zero on entry): counted by bucket for b*,
- * then bucket > b* taken, and of bucket b* the need largest keys (a radix select). */
-__device__ void bm_wide(const Args &a, int row, int L, BmSmem &sm)
+/* The wide path: no list, every score read (h1 zero, sm.bin -1 on entry): counted by
+ * bucket for b*, then bucket > b* taken, and of bucket b* the need largest keys (a radix
+ * select), written in id order 16 consecutive ids a thread at a time. */
+__device__ __forceinline__ void bm_wide(const Args &a, int row, int L, BmSmem &sm)
 {
 	const int k = a.topk, tid = threadIdx.x;
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	for (int j = tid; j < L; j += kFThreads)
+	for (int j = tid; j < L; j += kBmT)
 		agg_inc(&sm.h1[idx_bucket_dev(__ldcg(sc + j))], true);
 	__syncthreads();
-	bm_cut<IDX_BINS / kFThreads>(sm.h1, (uint32_t)k, sm);
+	bm_cut<IDX_BINS / kBmT>(sm.h1, (uint32_t)k, sm);
 	if (sm.bin < 0) { /* cannot happen: L > k scores counted */
 		write_trivial(a, row, L, true);
 		return;
@@ -446,7 +424,7 @@ __device__ void bm_wide(const Args &a, int row, int L, BmSmem &sm)
 	unsigned long long prefix = 0, mask = 0; /* all of bucket b*: (key & 0) >= 0 */
 	if ((uint32_t)need < hb) {
 		auto each = [&](auto f) {
-			for (int j = tid; j < L; j += kFThreads) {
+			for (int j = tid; j < L; j += kBmT) {
 				const float s = __ldcg(sc + j);
 				if (idx_bucket_dev(s) == bstar)
 					f((unsigned long long)idx_key64(s, j));
@@ -454,30 +432,39 @@ __device__ void bm_wide(const Args &a, int row, int L, BmSmem &sm)
 		};
 		radix_cut(each, need, sm, &prefix, &mask);
 	}
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
 	uint32_t base = 0;
-	for (int j0 = 0; j0 < L; j0 += kFThreads * 16) { /* 16 consecutive ids a thread */
+	for (int j0 = 0; j0 < L; j0 += kBmT * 16) {
 		const int j1 = j0 + 16 * tid;
-		float s[16];
-		int32_t ids[16];
 		uint32_t take = 0;
-#pragma unroll
-		for (int u = 0; u < 16; u++) {
-			ids[u] = j1 + u;
-			s[u] = j1 + u < L ? __ldcg(sc + j1 + u) : 0.0f;
-			const uint32_t b = idx_bucket_dev(s[u]);
-			const bool t = j1 + u < L &&
-				       (b > bstar || (b == bstar &&
-						      ((unsigned long long)idx_key64(s[u], j1 + u) & mask) >= prefix));
-			take |= (uint32_t)t << u;
+		for (int u = 0; u < 16 && j1 + u < L; u++) {
+			const float s = __ldcg(sc + j1 + u);
+			const uint32_t b = idx_bucket_dev(s);
+			take |= (uint32_t)(b > bstar || (b == bstar &&
+							 ((unsigned long long)idx_key64(s, j1 + u) & mask) >=
+								 prefix))
+				<< u;
 		}
-		base += bm_emit<16>(a, row, base, take, ids, s, sm);
+		uint32_t at, total;
+		BmScan(sm.tmp).ExclusiveSum((uint32_t)__popc(take), at, total);
+		for (at += base; take; take &= take - 1, at++) {
+			const int j = j1 + __ffs(take) - 1;
+			if (at < (uint32_t)k) {
+				oid[at] = j;
+				if (osc)
+					osc[at] = __ldcg(sc + j);
+			}
+		}
+		base += total;
+		__syncthreads(); /* tmp is reused */
 	}
 	bm_pad(a, row, base);
 }
 
 /* grid n_rows: the select after a bitmap-tailed scan (its programmatic dependent). Leaves
- * the row's early histogram zero. */
-__global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
+ * the row's sample words zero. */
+__global__ void __launch_bounds__(kBmT) select_bm_kernel(Args a)
 {
 	extern __shared__ uint4 bm_smem_raw[];
 	BmSmem &sm = *reinterpret_cast<BmSmem *>(bm_smem_raw);
@@ -486,6 +473,7 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 	if (tid == 0) {
 		idx_trace(a.trace, IDX_T_SEL0);
 		sm.nc = 0;
+		sm.bin = -1;
 	}
 	const int L = row_lim(a, row);
 	if (L <= k) { /* nothing scored: the row's counters are untouched */
@@ -494,15 +482,16 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 		write_trivial(a, row, L, false);
 		return;
 	}
-	{ /* the early histogram, read by every scan CTA before the scan ended: zero again */
+	{
 		const uint4 z = make_uint4(0, 0, 0, 0);
-		reinterpret_cast<uint4 *>(a.hist0 + (size_t)row * IDX_BINS)[tid] = z;
-		for (int i = tid; i < IDX_BINS / 4; i += kFThreads)
+		static_assert(IDX_FLAGS / 4 <= kBmT, "the sample words: one uint4 a thread");
+		if (tid < IDX_FLAGS / 4) /* every scan CTA read them before the scan ended */
+			reinterpret_cast<uint4 *>(a.flag + (size_t)row * IDX_FLAGS)[tid] = z;
+		for (int i = tid; i < IDX_BINS / 4; i += kBmT)
 			reinterpret_cast<uint4 *>(sm.h1)[i] = z;
-		for (int i = tid; i < IDX_BINS2 / 4; i += kFThreads)
+		for (int i = tid; i < IDX_BINS2 / 4; i += kBmT)
 			reinterpret_cast<uint4 *>(sm.h2)[i] = z;
 	}
-	static_assert(IDX_BINS / 4 == kFThreads, "one uint4 of the early histogram a thread");
 	const uint32_t *bm = a.bmap + (size_t)row * a.bm_stride;
 	const int nw = (L + 31) >> 5;
 	uint32_t nlist = 0; /* listed ids in the blocks before this one */
@@ -514,27 +503,22 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 			uint4 v = make_uint4(0, 0, 0, 0);
 			if (wt + 4 * q < nw)
 				v = __ldcg(reinterpret_cast<const uint4 *>(bm + wt + 4 * q));
-			w[4 * q] = v.x, w[4 * q + 1] = wt + 4 * q + 1 < nw ? v.y : 0u;
-			w[4 * q + 2] = wt + 4 * q + 2 < nw ? v.z : 0u;
-			w[4 * q + 3] = wt + 4 * q + 3 < nw ? v.w : 0u;
+			w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
 		}
-#pragma unroll
-		for (int q = 0; q < kBmW; q++)
-			pc += (uint32_t)__popc(w[q]);
-		uint32_t at, agg;
-		FScan(sm.tmp).ExclusiveSum(pc, at, agg);
-		at += nlist;
 #pragma unroll
 		for (int q = 0; q < kBmW; q++) {
-			uint32_t x = w[q];
-			while (x) {
-				const int b = __ffs(x) - 1;
-				x &= x - 1;
-				if (at < (uint32_t)kBmCap)
-					sm.id[at] = 32 * (wt + q) + b;
-				at++;
-			}
+			if (wt + q >= nw) /* past the row (a stale word of an earlier call) */
+				w[q] = 0;
+			pc += (uint32_t)__popc(w[q]);
 		}
+		uint32_t at, agg;
+		BmScan(sm.tmp).ExclusiveSum(pc, at, agg);
+		at += nlist;
+#pragma unroll
+		for (int q = 0; q < kBmW; q++)
+			for (uint32_t x = w[q]; x; x &= x - 1, at++)
+				if (at < (uint32_t)kBmCap)
+					sm.id[at] = 32 * (wt + q) + __ffs(x) - 1;
 		nlist += agg;
 		__syncthreads(); /* tmp is reused; the list written */
 	}
@@ -549,31 +533,32 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 	const int n = (int)nlist;
 	/* the listed ids' scores, in flight together, counted by bucket */
 	const float *scr = a.scores + (size_t)row * a.sstride;
-	constexpr int PER = kBmCap / kFThreads;
-	float s[PER];
+	{
+		float s[kBmPer];
 #pragma unroll
-	for (int u = 0; u < PER; u++) {
-		const int i = tid + u * kFThreads;
-		s[u] = i < n ? __ldcg(scr + sm.id[i]) : 0.0f;
-	}
+		for (int u = 0; u < kBmPer; u++) {
+			const int i = tid + u * kBmT;
+			s[u] = i < n ? __ldcg(scr + sm.id[i]) : 0.0f;
+		}
 #pragma unroll
-	for (int u = 0; u < PER; u++) {
-		const int i = tid + u * kFThreads;
-		if (u * kFThreads >= n)
-			break; /* warp-uniform */
-		if (i < n)
-			sm.sc[i] = s[u];
-		agg_inc(&sm.h1[idx_bucket_dev(s[u])], i < n);
+		for (int u = 0; u < kBmPer; u++) {
+			const int i = tid + u * kBmT;
+			if (i < n) {
+				sm.sc[i] = s[u];
+				atomicAdd(&sm.h1[idx_bucket_dev(s[u])], 1u);
+			}
+		}
 	}
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SELLD);
-	bm_cut<IDX_BINS / kFThreads>(sm.h1, (uint32_t)k, sm);
-	if (sm.bin < 0) { /* cannot happen: the list holds the top k */
+	bm_cut<IDX_BINS / kBmT>(sm.h1, (uint32_t)k, sm);
+	const int bin = sm.bin;
+	if (bin < 0) { /* cannot happen: the list holds the top k */
 		write_trivial(a, row, L, true);
 		return;
 	}
-	const uint32_t bstar = (uint32_t)sm.bin, hb = sm.at;
+	const uint32_t bstar = (uint32_t)bin, hb = sm.at;
 	const int need = k - (int)sm.above; /* >= 1 */
 	if (tid == 0) {
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
@@ -584,12 +569,11 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 	idx_sub_bounds(bstar, &base, &shift);
 	int b2 = -1, mode = 0; /* 0: all of bucket b*; 1: sub-bins >= b2; 2: > b2, win in b2 */
 	if ((uint32_t)need < hb) {
-		for (int i = tid; i < n; i += kFThreads) {
-			const bool in = idx_bucket_dev(sm.sc[i]) == bstar;
-			agg_inc(&sm.h2[in ? idx_sub_of(idx_ord32(sm.sc[i]), base, shift) : 0], in);
-		}
+		for (int i = tid; i < n; i += kBmT)
+			if (idx_bucket_dev(sm.sc[i]) == bstar)
+				atomicAdd(&sm.h2[idx_sub_of(idx_ord32(sm.sc[i]), base, shift)], 1u);
 		__syncthreads();
-		bm_cut<IDX_BINS2 / kFThreads>(sm.h2, (uint32_t)need, sm);
+		bm_cut<IDX_BINS2 / kBmT>(sm.h2, (uint32_t)need, sm);
 		b2 = sm.bin; /* >= 0: bucket b* holds more than need */
 		const uint32_t n2 = sm.at;
 		const int need2 = need - (int)sm.above;
@@ -601,19 +585,17 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 				       idx_sub_of(idx_ord32(sm.sc[i]), base, shift) == (uint32_t)b2;
 			};
 			if (n2 <= (uint32_t)kBmRank) {
-				for (int i = tid; i < n; i += kFThreads) {
-					const bool in = in_cut(i);
-					const uint32_t c = agg_inc(&sm.nc, in);
-					if (in) {
+				for (int i = tid; i < n; i += kBmT)
+					if (in_cut(i)) {
+						const uint32_t c = atomicAdd(&sm.nc, 1u);
 						sm.cc[c] = (unsigned long long)idx_key64(sm.sc[i], sm.id[i]);
 						sm.cpos[c] = (uint16_t)i;
 					}
-				}
 				__syncthreads();
 				/* rank: P threads a key (a power of two, lanes of one warp), each
 				 * counting the keys above it in a share of the others */
 				int P = 1;
-				while (P < 32 && (uint32_t)(2 * P) * n2 <= (uint32_t)kFThreads)
+				while (P < 32 && (uint32_t)(2 * P) * n2 <= (uint32_t)kBmT)
 					P *= 2;
 				const uint32_t c = (uint32_t)tid / (uint32_t)P, sub = (uint32_t)tid % (uint32_t)P;
 				const unsigned long long key = c < n2 ? sm.cc[c] : 0ull;
@@ -627,13 +609,13 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 					sm.win[sm.cpos[c]] = r < (uint32_t)need2;
 			} else { /* a crowded sub-bin: a radix select over its keys */
 				auto each = [&](auto f) {
-					for (int i = tid; i < n; i += kFThreads)
+					for (int i = tid; i < n; i += kBmT)
 						if (in_cut(i))
 							f((unsigned long long)idx_key64(sm.sc[i], sm.id[i]));
 				};
 				unsigned long long prefix, mask;
 				radix_cut(each, need2, sm, &prefix, &mask);
-				for (int i = tid; i < n; i += kFThreads)
+				for (int i = tid; i < n; i += kBmT)
 					if (in_cut(i))
 						sm.win[i] = ((unsigned long long)idx_key64(sm.sc[i], sm.id[i]) &
 							     mask) >= prefix;
@@ -645,37 +627,32 @@ __global__ void __launch_bounds__(kFThreads) select_bm_kernel(Args a)
 	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT0);
-	/* compaction in id order: thread t its E consecutive entries (E <= PER: every
-	 * thread busy, not the first n / PER) */
-	const int E = (n + kFThreads - 1) / kFThreads, i0 = E * tid;
-	int32_t ids[PER];
-	float sv[PER];
+	/* compaction in id order: thread t its E consecutive entries (every thread busy) */
+	const int E = (n + kBmT - 1) / kBmT, i0 = E * tid;
 	uint32_t take = 0;
-#pragma unroll
-	for (int u = 0; u < PER; u++) {
-		const int i = i0 + u;
-		bool t = false;
-		ids[u] = 0;
-		sv[u] = 0.0f;
-		if (u >= E)
-			break; /* block-uniform */
-		if (i < n) {
-			ids[u] = sm.id[i];
-			sv[u] = sm.sc[i];
-			const uint32_t b = idx_bucket_dev(sv[u]);
-			t = b > bstar;
-			if (b == bstar) {
-				if (mode == 0) {
-					t = true;
-				} else {
-					const uint32_t q = idx_sub_of(idx_ord32(sv[u]), base, shift);
-					t = q > (uint32_t)b2 || (q == (uint32_t)b2 && (mode == 1 || sm.win[i]));
-				}
-			}
+	for (int u = 0; u < E && i0 + u < n; u++) {
+		const float v = sm.sc[i0 + u];
+		const uint32_t b = idx_bucket_dev(v);
+		bool t = b > bstar;
+		if (b == bstar) {
+			const uint32_t q = mode ? idx_sub_of(idx_ord32(v), base, shift) : 0u;
+			t = mode == 0 || q > (uint32_t)b2 ||
+			    (q == (uint32_t)b2 && (mode == 1 || sm.win[i0 + u]));
 		}
 		take |= (uint32_t)t << u;
 	}
-	const uint32_t total = bm_emit<PER>(a, row, 0, take, ids, sv, sm);
+	uint32_t at, total;
+	BmScan(sm.tmp).ExclusiveSum((uint32_t)__popc(take), at, total);
+	int32_t *oid = a.out_ids + (size_t)row * k;
+	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
+	for (; take; take &= take - 1, at++) {
+		const int i = i0 + __ffs(take) - 1;
+		if (at < (uint32_t)k) {
+			oid[at] = sm.id[i];
+			if (osc)
+				osc[at] = sm.sc[i];
+		}
+	}
 	bm_pad(a, row, total);
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_END);

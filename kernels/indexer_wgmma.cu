@@ -64,6 +64,7 @@ struct TailSmem {
 constexpr int kKeep = 8; /* bm_tail: the buckets of a CTA's first kKeep tiles kept in smem */
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
+static_assert(IDX_FLAGS * 4 <= 2 * kTileBytes, "bm_tail's words fit the FP8 ring");
 template <int S> struct SsSmem {
 	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
@@ -82,6 +83,7 @@ template <int S> struct RsSmem {
 	uint16_t kb[kKeep][kTile];             /* the first tiles' score buckets (bm_tail) */
 	TailSmem tail;
 };
+static_assert(IDX_FLAGS * 4 <= 4 * 3 * kMxWarpBytes, "bm_tail's words fit the MXFP4 ring");
 template <typename T> constexpr size_t smem_of()
 {
 	return sizeof(T) + 1024; /* + alignment slack */
@@ -410,30 +412,30 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 /* ---- the bitmap tail ------------------------------------------------------------------
  * With idx_wg_args.bm, each CTA lists the ids of its scores that may lie in the row's
  * top k in the row's bitmap (bit j % 32 of word j / 32: 2 words a tile, each written by
- * the tile's CTA alone, so no word needs clearing), and the select kernel (indexer.cu)
- * picks the exact top k from the listed ids. No CTA waits for another.
- * What to list: every score of bucket >= lo, where lo is the cut of a sample of the
- * row's scores (the count of the sample's scores at or above lo reaches k). The k-th
- * largest of a subset is at most the k-th largest of the whole row, so lo <= b* (the
- * bucket of the row's k-th largest), and every score of the top k is listed; the top k
- * of a list that holds the row's top k is the row's top k. The sample is the early
- * histogram hist0: each CTA adds the top of its first ne = n / 2 tiles' counts to it
- * mid-scan (early_sample), and reads it back once its own tiles are scored. Whatever of
- * it has landed by then is a subset (each bin's count at any moment counts some of its
- * scores), so the bound holds whenever it is read; a later read only lists fewer ids. A
- * sample of fewer than k scores gives lo = 0: every id listed, which the select handles
- * (more slowly). The scan's histogram is not flushed: the select counts the listed
- * scores itself. */
+ * the tile's CTA alone, so no word needs clearing), and the select kernel (indexer.cu
+ * select_bm_kernel) picks the exact top k from the listed ids. No CTA waits for another,
+ * and the scan's histogram is not flushed: the select counts the listed scores itself.
+ * What to list: every score of bucket >= lo, where lo is a lower bound of b* (the bucket
+ * of the row's k-th largest score) from a sample. Mid-scan (tile ne = n / 2), each CTA
+ * x publishes its sample word in the row's flag region: w = min(kSampleTop, its count so
+ * far) and c = the bucket of its w-th largest score so far (early_sample), so at least w
+ * of the row's scores lie in buckets >= c. Once its own tiles are scored, each CTA reads
+ * every word published by then and takes as lo the highest bucket whose words' w at or
+ * above it add up to k: at least k scores lie at or above lo, so lo <= b*, and every
+ * score of the top k is listed (the top k of a list that holds the row's top k is the
+ * row's top k). A word not yet published only lowers lo (more ids listed); with fewer
+ * than k counted, lo = 0 lists every id, which the select handles (more slowly). Plain
+ * stores and loads: no atomics on a few hot addresses (one add per CTA on the row's top
+ * bins queued behind each other and held up the scan's own reads). The launch takes this
+ * tail where every CTA has at least kBmMinTiles tiles, so that the samples land before
+ * the reads. */
+constexpr uint32_t kSampleTop = 8; /* a CTA's sample: its 8 largest scores so far */
+constexpr int kBmMinTiles = 4;
 
-constexpr uint32_t kSampleTop = 8; /* a CTA's sample: its bins down to its 8th score */
-
-/* Adds the top of the CTA's histogram so far (h: its bins from the highest down to the
- * one that brings the count to kSampleTop) to the row's early histogram: a few atomics a
- * CTA, on the row's few highest bins, instead of every bin's (the whole sample's adds
- * crowd each bin's address with one add a CTA, and the scan's own reads queue behind
- * them). Every CTA of the row calls it (a barrier). */
-__device__ __forceinline__ void early_sample(const idx_wg_args &a, int row, const uint32_t *h,
-					     TailSmem &ts)
+/* Publishes this CTA's sample word from its histogram so far (h). Every thread of the
+ * CTA calls it (a barrier). */
+__device__ __forceinline__ void early_sample(const idx_wg_args &a, const ScanCta &cta,
+					     const uint32_t *h, TailSmem &ts)
 {
 	const int grp = kWgThreads - 1 - (int)threadIdx.x; /* bins 16 (127 - t) .. + 15 */
 	uint32_t c[IDX_BINS / kWgThreads], sum = 0;
@@ -446,39 +448,54 @@ __device__ __forceinline__ void early_sample(const idx_wg_args &a, int row, cons
 	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
 		sum += c[b];
 	uint32_t acc = excl_scan128(sum, ts.wsum);
-	uint32_t *g = a.hist0 + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads);
+	const uint32_t total = ts.wsum[0] + ts.wsum[1] + ts.wsum[2] + ts.wsum[3];
+	const uint32_t w = total < kSampleTop ? total : kSampleTop;
 #pragma unroll
 	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-		if (acc < kSampleTop && c[b])
-			atomicAdd(g + b, c[b]);
+		if (w && acc < w && acc + c[b] >= w) /* one thread: the bin of the w-th largest */
+			a.flag[(size_t)cta.row * IDX_FLAGS + cta.x] =
+				w << 16 | (uint32_t)(grp * (IDX_BINS / kWgThreads) + b + 1);
 		acc += c[b];
 	}
 }
 
-/* After flush_hist (its barrier: the CTA's scores and h complete). kb: the buckets of
- * the CTA's first kKeep tiles; later tiles' scores are read back. */
-__device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, const uint32_t *h,
-			const uint16_t (*kb)[kTile])
+/* After flush_hist (its barrier: the CTA's scores and h complete; h is free, the
+ * histogram being unflushed, and so is buf, IDX_FLAGS * 4 bytes of the ring). kb: the
+ * buckets of the CTA's first kKeep tiles; later tiles' scores are read back. */
+__device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, uint32_t *h,
+			const uint16_t (*kb)[kTile], uint32_t *buf)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, row = cta.row, L = cta.L;
 	const uint32_t k = (uint32_t)a.topk;
-	if (cta.ne == 0) /* one tile: its counts are the CTA's sample */
-		early_sample(a, row, h, ts);
+	const uint32_t *words = a.flag + (size_t)row * IDX_FLAGS;
+	const int nq = (cta.G + 3) / 4; /* the published words, 16 bytes a copy */
+	for (int q = tid; q < nq; q += kWgThreads)
+		cp16((uint32_t)__cvta_generic_to_shared(buf + 4 * q), words + 4 * q);
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+#pragma unroll
+	for (int q = 0; q < IDX_BINS / kWgThreads / 4; q++)
+		reinterpret_cast<uint4 *>(h)[tid + q * kWgThreads] = make_uint4(0, 0, 0, 0);
+	if (tid == 0)
+		ts.lo = 0; /* no cut (fewer than k counted): list every id */
+	wait_groups<0>();
+	__syncthreads();
+	for (int x = tid; x < cta.G; x += kWgThreads) {
+		const uint32_t v = buf[x];
+		if (v)
+			atomicAdd(&h[(v & 0xffffu) - 1], v >> 16);
+	}
+	__syncthreads();
 	const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
 	uint32_t c[IDX_BINS / kWgThreads], sum = 0;
-	const uint4 *h4 = reinterpret_cast<const uint4 *>(a.hist0 + (size_t)row * IDX_BINS +
-							    grp * (IDX_BINS / kWgThreads));
 #pragma unroll
-	for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
-		const uint4 v = __ldcg(h4 + b);
-		c[4 * b] = v.x, c[4 * b + 1] = v.y, c[4 * b + 2] = v.z, c[4 * b + 3] = v.w;
+	for (int q = 0; q < IDX_BINS / kWgThreads / 4; q++) {
+		const uint4 v = *reinterpret_cast<const uint4 *>(h + grp * (IDX_BINS / kWgThreads) + 4 * q);
+		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
 	}
 #pragma unroll
 	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
 		sum += c[b];
-	if (tid == 0)
-		ts.lo = 0; /* no cut (a sample of fewer than k): list every id */
-	uint32_t acc = excl_scan128(sum, ts.wsum); /* its barrier orders the store above */
+	uint32_t acc = excl_scan128(sum, ts.wsum);
 #pragma unroll
 	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
 		if (acc < k && acc + c[b] >= k)
@@ -586,7 +603,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
 		if (i > 0 && i == cta.ne) /* bm_tail's sample: tiles 0 .. ne - 1, counted */
-			early_sample(a, row, sm.hist, sm.tail);
+			early_sample(a, cta, sm.hist, sm.tail);
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
 		pnext = pt_at(i + S);
 
@@ -636,7 +653,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.bm)
-		bm_tail(a, cta, sm.tail, sm.hist, sm.kb);
+		bm_tail(a, cta, sm.tail, sm.hist, sm.kb, reinterpret_cast<uint32_t *>(sm.b[0]));
 	else if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
@@ -697,7 +714,7 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 
 /* Each warp keeps S - 1 of its shares in flight ahead of the one being scored. */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3, "a tile in flight beyond the next one");
@@ -748,8 +765,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 	/* Tile i: its MMA from acur, while tile i + 1 is read into anext and tile i + S - 1
 	 * (this warp's share) is copied into the slot tile i - 1 left. */
 	auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur, float *knext) {
-		if (i > 0 && i == cta.ne) /* bm_tail's sample: tiles 0 .. ne - 1 (a barrier) */
-			early_sample(a, row, sm.hist, sm.tail);
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B) */
 		reg_fence(d);
 		reg_fence(acur);
@@ -801,14 +816,17 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 			}
 		}
 	};
+	const int ne = cta.ne & ~1; /* the sample between two steps: few registers live */
 	for (int i = 0; i < n; i += 2) {
+		if (i > 0 && i == ne) /* bm_tail's sample: tiles 0 .. ne - 1 (a barrier) */
+			early_sample(a, cta, sm.hist, sm.tail);
 		step(i, a0, a1, ks0, &ks1);
 		if (i + 1 < n)
 			step(i + 1, a1, a0, ks1, &ks0);
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.bm)
-		bm_tail(a, cta, sm.tail, sm.hist, sm.kb);
+		bm_tail(a, cta, sm.tail, sm.hist, sm.kb, reinterpret_cast<uint32_t *>(sm.ring));
 	else if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
@@ -851,9 +869,12 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	w.fused = !a->bm && a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
+	/* the bitmap tail where every CTA of the longest row has kBmMinTiles tiles or more
+	 * (shorter rows list more ids); else the fused tail where it fits */
+	w.bm = a->bm && tiles / gx >= kBmMinTiles && gx <= IDX_FLAGS;
+	w.fused = !w.bm && a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
 		  gx <= IDX_FLAGS;
-	*fused = a->bm ? 2 : w.fused;
+	*fused = w.bm ? 2 : w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
 	cfg.gridDim = dim3((unsigned)gx, (unsigned)n_req);
@@ -870,7 +891,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 		 * unfused tail needs no co-residency */
 		(void)cudaGetLastError();
 		w.fused = 0;
-		*fused = a->bm ? 2 : 0;
+		*fused = w.bm ? 2 : 0;
 		cfg.numAttrs = 0;
 		e = cudaLaunchKernelEx(&cfg, kern, w);
 	}
