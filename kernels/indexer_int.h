@@ -89,7 +89,7 @@ typedef struct idx_wg_args {
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
 	/* the bitmap tail (indexer_wgmma.cu bm_tail): asked for; the row's bitmap of
 	 * listed ids (its sample words are the flag region's) */
-	int bm;
+	int bm, bm_top; /* bm_top: the buckets of its bm_top largest a CTA publishes */
 	uint32_t *bmap;
 	size_t bm_stride; /* words per row */
 } idx_wg_args;

@@ -409,8 +409,22 @@ __device__ __forceinline__ void bm_wide(const Args &a, int row, int L, BmSmem &s
 {
 	const int k = a.topk, tid = threadIdx.x;
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	for (int j = tid; j < L; j += kBmT)
-		agg_inc(&sm.h1[idx_bucket_dev(__ldcg(sc + j))], true);
+	/* f(score, id) for every score, 8 reads a thread in flight at a time */
+	auto every = [&](auto f) {
+		for (int j0 = 0; j0 < L; j0 += 8 * kBmT) {
+			float s[8];
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int j = j0 + u * kBmT + tid;
+				s[u] = j < L ? __ldcg(sc + j) : 0.0f;
+			}
+#pragma unroll
+			for (int u = 0; u < 8; u++)
+				if (j0 + u * kBmT + tid < L)
+					f(s[u], j0 + u * kBmT + tid);
+		}
+	};
+	every([&](float s, int) { atomicAdd(&sm.h1[idx_bucket_dev(s)], 1u); });
 	__syncthreads();
 	bm_cut<IDX_BINS / kBmT>(sm.h1, (uint32_t)k, sm);
 	if (sm.bin < 0) { /* cannot happen: L > k scores counted */
@@ -424,11 +438,10 @@ __device__ __forceinline__ void bm_wide(const Args &a, int row, int L, BmSmem &s
 	unsigned long long prefix = 0, mask = 0; /* all of bucket b*: (key & 0) >= 0 */
 	if ((uint32_t)need < hb) {
 		auto each = [&](auto f) {
-			for (int j = tid; j < L; j += kBmT) {
-				const float s = __ldcg(sc + j);
+			every([&](float s, int j) {
 				if (idx_bucket_dev(s) == bstar)
 					f((unsigned long long)idx_key64(s, j));
-			}
+			});
 		};
 		radix_cut(each, need, sm, &prefix, &mask);
 	}
@@ -438,12 +451,17 @@ __device__ __forceinline__ void bm_wide(const Args &a, int row, int L, BmSmem &s
 	for (int j0 = 0; j0 < L; j0 += kBmT * 16) {
 		const int j1 = j0 + 16 * tid;
 		uint32_t take = 0;
-		for (int u = 0; u < 16 && j1 + u < L; u++) {
-			const float s = __ldcg(sc + j1 + u);
-			const uint32_t b = idx_bucket_dev(s);
-			take |= (uint32_t)(b > bstar || (b == bstar &&
-							 ((unsigned long long)idx_key64(s, j1 + u) & mask) >=
-								 prefix))
+		float s[16];
+#pragma unroll
+		for (int u = 0; u < 16; u++)
+			s[u] = j1 + u < L ? __ldcg(sc + j1 + u) : 0.0f;
+#pragma unroll
+		for (int u = 0; u < 16; u++) {
+			const uint32_t b = idx_bucket_dev(s[u]);
+			take |= (uint32_t)(j1 + u < L &&
+					   (b > bstar || (b == bstar &&
+							  ((unsigned long long)idx_key64(s[u], j1 + u) & mask) >=
+								  prefix)))
 				<< u;
 		}
 		uint32_t at, total;

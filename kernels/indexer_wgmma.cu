@@ -417,23 +417,24 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
  * and the scan's histogram is not flushed: the select counts the listed scores itself.
  * What to list: every score of bucket >= lo, where lo is a lower bound of b* (the bucket
  * of the row's k-th largest score) from a sample. Mid-scan (tile ne = n / 2), each CTA
- * x publishes its sample word in the row's flag region: w = min(kSampleTop, its count so
- * far) and c = the bucket of its w-th largest score so far (early_sample), so at least w
- * of the row's scores lie in buckets >= c. Once its own tiles are scored, each CTA reads
- * every word published by then and takes as lo the highest bucket whose words' w at or
- * above it add up to k: at least k scores lie at or above lo, so lo <= b*, and every
- * score of the top k is listed (the top k of a list that holds the row's top k is the
- * row's top k). A word not yet published only lowers lo (more ids listed); with fewer
- * than k counted, lo = 0 lists every id, which the select handles (more slowly). Plain
- * stores and loads: no atomics on a few hot addresses (one add per CTA on the row's top
- * bins queued behind each other and held up the scan's own reads). The launch takes this
- * tail where every CTA has at least kBmMinTiles tiles, so that the samples land before
- * the reads. */
-constexpr uint32_t kSampleTop = 8; /* a CTA's sample: its 8 largest scores so far */
+ * x publishes, in the row's flag region (R = bm_top 16-bit slots a CTA), the buckets of
+ * its R largest scores so far, 1 + bucket each (0: fewer scores), early_sample. Once its
+ * own tiles are scored, each CTA counts every slot published by then by bucket and takes
+ * as lo the highest bucket with k of them at or above it: those are k distinct scores
+ * of the row, so lo <= b*, and every score of the top k is listed (the top k of a list
+ * that holds the row's top k is the row's top k). A slot not yet published only lowers
+ * lo (more ids listed); with fewer than k counted, lo = 0 lists every id, which the
+ * select handles (more slowly). The launch picks R so that G R >= 2k: near the cut, a
+ * CTA holds only a few of the sample's scores above it, and its R largest cover them.
+ * Plain stores and loads: no atomics on a few hot addresses (one add per CTA on the
+ * row's top bins queued behind each other and held up the scan's own reads). The launch
+ * takes this tail where every CTA has at least kBmMinTiles tiles, so that the samples
+ * land before the reads. */
 constexpr int kBmMinTiles = 4;
+constexpr int kBmSlots = IDX_FLAGS * 2; /* 16-bit sample slots a row */
 
-/* Publishes this CTA's sample word from its histogram so far (h). Every thread of the
- * CTA calls it (a barrier). */
+/* Publishes this CTA's sample from its histogram so far (h). Every thread of the CTA
+ * calls it (a barrier). */
 __device__ __forceinline__ void early_sample(const idx_wg_args &a, const ScanCta &cta,
 					     const uint32_t *h, TailSmem &ts)
 {
@@ -448,15 +449,14 @@ __device__ __forceinline__ void early_sample(const idx_wg_args &a, const ScanCta
 	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
 		sum += c[b];
 	uint32_t acc = excl_scan128(sum, ts.wsum);
-	const uint32_t total = ts.wsum[0] + ts.wsum[1] + ts.wsum[2] + ts.wsum[3];
-	const uint32_t w = total < kSampleTop ? total : kSampleTop;
-#pragma unroll
-	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-		if (w && acc < w && acc + c[b] >= w) /* one thread: the bin of the w-th largest */
-			a.flag[(size_t)cta.row * IDX_FLAGS + cta.x] =
-				w << 16 | (uint32_t)(grp * (IDX_BINS / kWgThreads) + b + 1);
-		acc += c[b];
-	}
+	const uint32_t R = (uint32_t)a.bm_top;
+	if (acc >= R)
+		return;
+	uint16_t *slot = reinterpret_cast<uint16_t *>(a.flag + (size_t)cta.row * IDX_FLAGS) +
+			 (size_t)cta.x * R;
+	for (int b = IDX_BINS / kWgThreads - 1; b >= 0 && acc < R; b--) /* ranks acc .. */
+		for (uint32_t r = acc, e = acc + c[b] < R ? acc + c[b] : R; r < e; r++, acc++)
+			slot[r] = (uint16_t)(grp * (IDX_BINS / kWgThreads) + b + 1);
 }
 
 /* After flush_hist (its barrier: the CTA's scores and h complete; h is free, the
@@ -468,7 +468,8 @@ __device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, 
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, row = cta.row, L = cta.L;
 	const uint32_t k = (uint32_t)a.topk;
 	const uint32_t *words = a.flag + (size_t)row * IDX_FLAGS;
-	const int nq = (cta.G + 3) / 4; /* the published words, 16 bytes a copy */
+	const int ns = cta.G * a.bm_top; /* the published slots */
+	const int nq = (ns + 7) / 8;     /* 16 bytes a copy */
 	for (int q = tid; q < nq; q += kWgThreads)
 		cp16((uint32_t)__cvta_generic_to_shared(buf + 4 * q), words + 4 * q);
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -479,10 +480,11 @@ __device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, 
 		ts.lo = 0; /* no cut (fewer than k counted): list every id */
 	wait_groups<0>();
 	__syncthreads();
-	for (int x = tid; x < cta.G; x += kWgThreads) {
-		const uint32_t v = buf[x];
+	const uint16_t *sl = reinterpret_cast<const uint16_t *>(buf);
+	for (int x = tid; x < ns; x += kWgThreads) {
+		const uint32_t v = sl[x];
 		if (v)
-			atomicAdd(&h[(v & 0xffffu) - 1], v >> 16);
+			atomicAdd(&h[v - 1], 1u);
 	}
 	__syncthreads();
 	const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
@@ -871,7 +873,11 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	idx_wg_args w = *a;
 	/* the bitmap tail where every CTA of the longest row has kBmMinTiles tiles or more
 	 * (shorter rows list more ids); else the fused tail where it fits */
-	w.bm = a->bm && tiles / gx >= kBmMinTiles && gx <= IDX_FLAGS;
+	int top = 4; /* G top >= 2k */
+	while (top < 32 && gx * top < 2LL * a->topk)
+		top *= 2;
+	w.bm = a->bm && tiles / gx >= kBmMinTiles && gx * top <= kBmSlots && gx * top >= 2LL * a->topk;
+	w.bm_top = top;
 	w.fused = !w.bm && a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
 		  gx <= IDX_FLAGS;
 	*fused = w.bm ? 2 : w.fused;

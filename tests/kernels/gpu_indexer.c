@@ -373,9 +373,10 @@ END_TEST
 static void wgmma_case(strata_index_fmt fmt, int k, int n, int *lim, uint64_t seed,
 		       enum td_mode kind, int strict, const char *what)
 {
-	int one[5] = { 1, 1, 1, 1, 1 };
+	int one[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
 	char label[64];
 	td t;
+	ck_assert_int_le(n, 16);
 	td_make(&t, fmt, 64, k, n, one, lim, 64, seed, kind);
 	td_use_q8(&t);
 	t.p.scan_wgmma = 1;
@@ -416,6 +417,17 @@ START_TEST(wgmma_scan)
 		}
 		int l1 = 262144; /* 1M tokens */
 		wgmma_case(fmt, 512, 1, &l1, 74, TD_RANDOM, 0, "1M top-512");
+		/* the bitmap tail (indexer_wgmma.cu bm_tail: where every scan CTA has 4 tiles
+		 * or more; ~49 CTAs a row here on an H200): lists from the sample, the rank and
+		 * radix cuts inside the threshold bucket, and lists too long for shared memory
+		 * (equal scores: every id listed) */
+		int lb[16];
+		for (int i = 0; i < 16; i++)
+			lb[i] = 16384 - 37 * i;
+		wgmma_case(fmt, 512, 16, lb, 76, TD_RANDOM, 0, "bitmap random");
+		wgmma_case(fmt, 512, 16, lb, 77, TD_CLUSTERED, 0, "bitmap clustered");
+		wgmma_case(fmt, 512, 16, lb, 78, TD_EQUAL, 1, "bitmap all-equal");
+		wgmma_case(fmt, 512, 16, lb, 79, TD_NEGATIVE, 1, "bitmap all-relu-zero");
 	}
 }
 END_TEST
