@@ -341,18 +341,20 @@ constexpr int kBmBlock = kBmW * kBmT;      /* words a block: 262,144 ids */
 constexpr int kBmCap = 8192;               /* listed ids resolved in shared memory */
 constexpr int kBmPer = kBmCap / kBmT;      /* list entries a thread */
 constexpr int kBmRank = kBmT;              /* cut-bin keys ranked one against another */
-typedef cub::BlockScan<uint32_t, kBmT> BmScan;
 static_assert(IDX_BINS % kBmT == 0 && IDX_BINS2 % kBmT == 0 && kBmPer <= 32, "shapes");
 
 struct BmSmem {
 	int32_t id[kBmCap];     /* the listed ids, ascending */
-	float sc[kBmCap];       /* their scores */
+	union {
+		float sc[kBmCap];       /* their scores */
+		uint32_t wd[kBmBlock];  /* before: a block's bitmap words */
+	};
 	uint32_t h1[IDX_BINS];  /* the listed scores by bucket */
 	uint32_t h2[IDX_BINS2]; /* bucket b*'s by sub-bin */
 	unsigned long long cc[kBmRank]; /* the keys of the cut sub-bin */
 	uint16_t cpos[kBmRank];  /* and their places in id[] */
 	uint8_t win[kBmCap];     /* cut sub-bin entries: taken */
-	BmScan::TempStorage tmp;
+	uint32_t ws[kBmT / 32]; /* bm_scan's warp sums */
 	uint32_t h256[256]; /* radix_cut */
 	int digit, dcnt;
 	uint32_t dabove;
@@ -360,28 +362,58 @@ struct BmSmem {
 	uint32_t above, at, nc;
 };
 
-/* The cut of an smem histogram of NB * kBmT bins: the highest bin b with count(>= b) >=
- * need to sm.bin (-1: none), count(> b) to sm.above, count(b) to sm.at. The caller has
- * synchronised after the histogram's last add and after every read of the last cut's
- * words; synchronises after. */
-template <int NB>
-__device__ __forceinline__ void bm_cut(const uint32_t *h, uint32_t need, BmSmem &sm)
+/* Exclusive prefix sum of v over the block in thread order (x) and the block's total
+ * (y). One copy of the code for every scan of the select: the select runs with cold
+ * instruction caches, where each distinct instruction costs more than its execution.
+ * Two barriers; ws is free again after it returns. */
+__device__ __noinline__ uint2 bm_scan(uint32_t v, uint32_t *ws)
 {
-	const int grp = kBmT - 1 - (int)threadIdx.x; /* thread t: bins NB (1023 - t) .. */
+	const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+	uint32_t x = v;
+#pragma unroll
+	for (int o = 1; o < 32; o <<= 1) {
+		const uint32_t t = __shfl_up_sync(0xffffffffu, x, o);
+		if (lane >= o)
+			x += t;
+	}
+	if (lane == 31)
+		ws[warp] = x;
+	__syncthreads();
+	const uint32_t y = ws[lane]; /* 32 warps: lane l holds warp l's sum */
+	uint32_t z = y;
+#pragma unroll
+	for (int o = 1; o < 32; o <<= 1) {
+		const uint32_t t = __shfl_up_sync(0xffffffffu, z, o);
+		if (lane >= o)
+			z += t;
+	}
+	const uint32_t before = __shfl_sync(0xffffffffu, z - y, warp);
+	const uint32_t total = __shfl_sync(0xffffffffu, z, 31);
+	__syncthreads();
+	return make_uint2(before + x - v, total);
+}
+static_assert(kBmT == 32 * 32, "bm_scan: 32 warps");
+
+/* The cut of an smem histogram of nb * kBmT bins (nb <= 4): the highest bin b with
+ * count(>= b) >= need to sm.bin (-1: none), count(> b) to sm.above, count(b) to sm.at.
+ * The caller has synchronised after the histogram's last add and after every read of
+ * the last cut's words; synchronises after. */
+__device__ __noinline__ void bm_cut(const uint32_t *h, int nb, uint32_t need, BmSmem &sm)
+{
+	const int grp = kBmT - 1 - (int)threadIdx.x; /* thread t: bins nb (1023 - t) .. */
 	if (threadIdx.x == 0)
 		sm.bin = -1;
-	uint32_t c[NB], sum = 0;
+	uint32_t c[4], sum = 0;
 #pragma unroll
-	for (int b = 0; b < NB; b++) {
-		c[b] = h[NB * grp + b];
+	for (int b = 0; b < 4; b++) {
+		c[b] = b < nb ? h[nb * grp + b] : 0u;
 		sum += c[b];
 	}
-	uint32_t acc;
-	BmScan(sm.tmp).ExclusiveSum(sum, acc); /* its barrier orders sm.bin's reset */
+	uint32_t acc = bm_scan(sum, sm.ws).x; /* its barriers order sm.bin's reset */
 #pragma unroll
-	for (int b = NB - 1; b >= 0; b--) {
-		if (acc < need && acc + c[b] >= need) {
-			sm.bin = NB * grp + b;
+	for (int b = 3; b >= 0; b--) {
+		if (b < nb && acc < need && acc + c[b] >= need) {
+			sm.bin = nb * grp + b;
 			sm.above = acc;
 			sm.at = c[b];
 		}
@@ -426,7 +458,7 @@ __device__ __forceinline__ void bm_wide(const Args &a, int row, int L, BmSmem &s
 	};
 	every([&](float s, int) { atomicAdd(&sm.h1[idx_bucket_dev(s)], 1u); });
 	__syncthreads();
-	bm_cut<IDX_BINS / kBmT>(sm.h1, (uint32_t)k, sm);
+	bm_cut(sm.h1, IDX_BINS / kBmT, (uint32_t)k, sm);
 	if (sm.bin < 0) { /* cannot happen: L > k scores counted */
 		write_trivial(a, row, L, true);
 		return;
@@ -464,8 +496,9 @@ __device__ __forceinline__ void bm_wide(const Args &a, int row, int L, BmSmem &s
 								  prefix)))
 				<< u;
 		}
-		uint32_t at, total;
-		BmScan(sm.tmp).ExclusiveSum((uint32_t)__popc(take), at, total);
+		const uint2 sc2 = bm_scan((uint32_t)__popc(take), sm.ws);
+		uint32_t at = sc2.x;
+		const uint32_t total = sc2.y;
 		for (at += base; take; take &= take - 1, at++) {
 			const int j = j1 + __ffs(take) - 1;
 			if (at < (uint32_t)k) {
@@ -475,7 +508,6 @@ __device__ __forceinline__ void bm_wide(const Args &a, int row, int L, BmSmem &s
 			}
 		}
 		base += total;
-		__syncthreads(); /* tmp is reused */
 	}
 	bm_pad(a, row, base);
 }
@@ -515,30 +547,28 @@ __global__ void __launch_bounds__(kBmT) select_bm_kernel(Args a)
 	uint32_t nlist = 0; /* listed ids in the blocks before this one */
 	for (int w0 = 0; w0 < nw; w0 += kBmBlock) {
 		const int wt = w0 + kBmW * tid; /* this thread's first word */
-		uint32_t w[kBmW], pc = 0;
+		uint32_t pc = 0;
+		uint4 *wd4 = reinterpret_cast<uint4 *>(sm.wd + kBmW * tid);
 #pragma unroll
 		for (int q = 0; q < kBmW / 4; q++) {
 			uint4 v = make_uint4(0, 0, 0, 0);
 			if (wt + 4 * q < nw)
 				v = __ldcg(reinterpret_cast<const uint4 *>(bm + wt + 4 * q));
-			w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+			/* past the row: a stale word of an earlier call */
+			v.y = wt + 4 * q + 1 < nw ? v.y : 0u;
+			v.z = wt + 4 * q + 2 < nw ? v.z : 0u;
+			v.w = wt + 4 * q + 3 < nw ? v.w : 0u;
+			pc += (uint32_t)(__popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w));
+			wd4[q] = v;
 		}
-#pragma unroll
-		for (int q = 0; q < kBmW; q++) {
-			if (wt + q >= nw) /* past the row (a stale word of an earlier call) */
-				w[q] = 0;
-			pc += (uint32_t)__popc(w[q]);
-		}
-		uint32_t at, agg;
-		BmScan(sm.tmp).ExclusiveSum(pc, at, agg);
-		at += nlist;
-#pragma unroll
-		for (int q = 0; q < kBmW; q++)
-			for (uint32_t x = w[q]; x; x &= x - 1, at++)
+		const uint2 sc2 = bm_scan(pc, sm.ws);
+		uint32_t at = nlist + sc2.x;
+		for (int q = 0; q < kBmW; q++) /* not unrolled: a few bits a thread */
+			for (uint32_t x = sm.wd[kBmW * tid + q]; x; x &= x - 1, at++)
 				if (at < (uint32_t)kBmCap)
 					sm.id[at] = 32 * (wt + q) + __ffs(x) - 1;
-		nlist += agg;
-		__syncthreads(); /* tmp is reused; the list written */
+		nlist += sc2.y;
+		__syncthreads(); /* the list written; wd is reused */
 	}
 	if (tid == 0)
 		idx_count(a.trace, IDX_C_LIST, nlist);
@@ -551,26 +581,21 @@ __global__ void __launch_bounds__(kBmT) select_bm_kernel(Args a)
 	const int n = (int)nlist;
 	/* the listed ids' scores, in flight together, counted by bucket */
 	const float *scr = a.scores + (size_t)row * a.sstride;
-	{
-		float s[kBmPer];
-#pragma unroll
-		for (int u = 0; u < kBmPer; u++) {
-			const int i = tid + u * kBmT;
-			s[u] = i < n ? __ldcg(scr + sm.id[i]) : 0.0f;
-		}
-#pragma unroll
-		for (int u = 0; u < kBmPer; u++) {
-			const int i = tid + u * kBmT;
-			if (i < n) {
-				sm.sc[i] = s[u];
-				atomicAdd(&sm.h1[idx_bucket_dev(s[u])], 1u);
-			}
+	for (int i = tid; i < n; i += 2 * kBmT) { /* two reads in flight */
+		const int i2 = i + kBmT;
+		const float s0 = __ldcg(scr + sm.id[i]);
+		const float s1 = i2 < n ? __ldcg(scr + sm.id[i2]) : 0.0f;
+		sm.sc[i] = s0;
+		atomicAdd(&sm.h1[idx_bucket_dev(s0)], 1u);
+		if (i2 < n) {
+			sm.sc[i2] = s1;
+			atomicAdd(&sm.h1[idx_bucket_dev(s1)], 1u);
 		}
 	}
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SELLD);
-	bm_cut<IDX_BINS / kBmT>(sm.h1, (uint32_t)k, sm);
+	bm_cut(sm.h1, IDX_BINS / kBmT, (uint32_t)k, sm);
 	const int bin = sm.bin;
 	if (bin < 0) { /* cannot happen: the list holds the top k */
 		write_trivial(a, row, L, true);
@@ -591,7 +616,7 @@ __global__ void __launch_bounds__(kBmT) select_bm_kernel(Args a)
 			if (idx_bucket_dev(sm.sc[i]) == bstar)
 				atomicAdd(&sm.h2[idx_sub_of(idx_ord32(sm.sc[i]), base, shift)], 1u);
 		__syncthreads();
-		bm_cut<IDX_BINS2 / kBmT>(sm.h2, (uint32_t)need, sm);
+		bm_cut(sm.h2, IDX_BINS2 / kBmT, (uint32_t)need, sm);
 		b2 = sm.bin; /* >= 0: bucket b* holds more than need */
 		const uint32_t n2 = sm.at;
 		const int need2 = need - (int)sm.above;
@@ -659,8 +684,9 @@ __global__ void __launch_bounds__(kBmT) select_bm_kernel(Args a)
 		}
 		take |= (uint32_t)t << u;
 	}
-	uint32_t at, total;
-	BmScan(sm.tmp).ExclusiveSum((uint32_t)__popc(take), at, total);
+	const uint2 sc2 = bm_scan((uint32_t)__popc(take), sm.ws);
+	uint32_t at = sc2.x;
+	const uint32_t total = sc2.y;
 	int32_t *oid = a.out_ids + (size_t)row * k;
 	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
 	for (; take; take &= take - 1, at++) {

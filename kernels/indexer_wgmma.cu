@@ -64,7 +64,7 @@ struct TailSmem {
 constexpr int kKeep = 8; /* bm_tail: the buckets of a CTA's first kKeep tiles kept in smem */
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
-static_assert(IDX_FLAGS * 4 <= 2 * kTileBytes, "bm_tail's words fit the FP8 ring");
+static_assert(IDX_FLAGS * 4 <= kTileBytes, "bm_tail's words fit a tile of the FP8 ring");
 template <int S> struct SsSmem {
 	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
@@ -459,19 +459,27 @@ __device__ __forceinline__ void early_sample(const idx_wg_args &a, const ScanCta
 			slot[r] = (uint16_t)(grp * (IDX_BINS / kWgThreads) + b + 1);
 }
 
+/* Copies the row's published sample slots into buf (cp.async; the caller commits). */
+__device__ __forceinline__ void bm_fetch(const idx_wg_args &a, const ScanCta &cta, uint32_t *buf)
+{
+	const uint32_t *words = a.flag + (size_t)cta.row * IDX_FLAGS;
+	const int nq = (cta.G * a.bm_top + 7) / 8; /* 16 bytes a copy */
+	for (int q = threadIdx.x; q < nq; q += kWgThreads)
+		cp16((uint32_t)__cvta_generic_to_shared(buf + 4 * q), words + 4 * q);
+}
+
 /* After flush_hist (its barrier: the CTA's scores and h complete; h is free, the
  * histogram being unflushed, and so is buf, IDX_FLAGS * 4 bytes of the ring). kb: the
- * buckets of the CTA's first kKeep tiles; later tiles' scores are read back. */
+ * buckets of the CTA's first kKeep tiles; later tiles' scores are read back. fetched:
+ * the slots are in buf already (bm_fetch before the last tile). */
 __device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, uint32_t *h,
-			const uint16_t (*kb)[kTile], uint32_t *buf)
+			const uint16_t (*kb)[kTile], uint32_t *buf, bool fetched)
 {
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, row = cta.row, L = cta.L;
 	const uint32_t k = (uint32_t)a.topk;
-	const uint32_t *words = a.flag + (size_t)row * IDX_FLAGS;
 	const int ns = cta.G * a.bm_top; /* the published slots */
-	const int nq = (ns + 7) / 8;     /* 16 bytes a copy */
-	for (int q = tid; q < nq; q += kWgThreads)
-		cp16((uint32_t)__cvta_generic_to_shared(buf + 4 * q), words + 4 * q);
+	if (!fetched)
+		bm_fetch(a, cta, buf);
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 #pragma unroll
 	for (int q = 0; q < IDX_BINS / kWgThreads / 4; q++)
@@ -606,6 +614,9 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
 		if (i > 0 && i == cta.ne) /* bm_tail's sample: tiles 0 .. ne - 1, counted */
 			early_sample(a, cta, sm.hist, sm.tail);
+		if (a.bm && i == n - 1) /* the samples, into the slot the tile after this one
+					 * would take (none: this is the last) */
+			bm_fetch(a, cta, reinterpret_cast<uint32_t *>(sm.b[(i + S - 1) % S]));
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
 		pnext = pt_at(i + S);
 
@@ -655,7 +666,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.bm)
-		bm_tail(a, cta, sm.tail, sm.hist, sm.kb, reinterpret_cast<uint32_t *>(sm.b[0]));
+		bm_tail(a, cta, sm.tail, sm.hist, sm.kb,
+			reinterpret_cast<uint32_t *>(sm.b[(n - 1 + S - 1) % S]), true);
 	else if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
@@ -828,7 +840,7 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.bm)
-		bm_tail(a, cta, sm.tail, sm.hist, sm.kb, reinterpret_cast<uint32_t *>(sm.ring));
+		bm_tail(a, cta, sm.tail, sm.hist, sm.kb, reinterpret_cast<uint32_t *>(sm.ring), false);
 	else if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
@@ -873,7 +885,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	idx_wg_args w = *a;
 	/* the bitmap tail where every CTA of the longest row has kBmMinTiles tiles or more
 	 * (shorter rows list more ids); else the fused tail where it fits */
-	int top = 4; /* G top >= 2k */
+	int top = 2; /* G top >= 2k */
 	while (top < 32 && gx * top < 2LL * a->topk)
 		top *= 2;
 	w.bm = a->bm && tiles / gx >= kBmMinTiles && gx * top <= kBmSlots && gx * top >= 2LL * a->topk;
