@@ -73,8 +73,6 @@ struct Args {
 	int32_t *out_ids;
 	float *out_scores;
 	uint32_t *hist, *count, *hist2;
-	uint32_t *flag, *bmap; /* a bitmap-tailed scan's sample words and listed ids */
-	size_t bm_stride;
 	unsigned long long *sel, *cand; /* keys (idx_key64) */
 	float *scores;
 	size_t sstride, cap;
@@ -869,6 +867,8 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ SelSmem sm;
+	if (threadIdx.x == 0)
+		idx_trace(a.trace, IDX_T_SELIN); /* resident: how early a rehearsal could start */
 	idx_pdl_wait();
 	select_row(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
 }
@@ -1013,16 +1013,13 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 	static const char *name[IDX_TRACE_N] = { "scan0", "filt0", "scan1", "filt1", "cut2",
 						 "class", "sort0", "sort1", "end", "sel0",
 						 "selld", "s_cnt", "s_scan", "s_scat", "scan2",
-						 "fcut", "floop", "fh2", "#lo", "#list", "#nb",
-						 "#nc" };
+						 "fcut", "floop", "fh2", "selin" };
 	auto us = [&](unsigned long long v) {
 		return v && v != ~0ull ? (double)(long long)(v - t[0]) / 1e3 : -1.0;
 	};
 	fprintf(stderr, "idx-trace us (first/last CTA):");
 	for (int i = 0; i < IDX_TRACE_N; i++)
-		if (i >= IDX_C_FIRST && t[2 * i] != ~0ull)
-			fprintf(stderr, " %s %llu/%llu", name[i], t[2 * i], t[2 * i + 1]);
-		else if (i < IDX_C_FIRST && t[2 * i + 1])
+		if (t[2 * i + 1])
 			fprintf(stderr, " %s %.2f/%.2f", name[i], us(t[2 * i]), us(t[2 * i + 1]));
 	fprintf(stderr, "\n");
 }
@@ -1079,9 +1076,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.hist = reinterpret_cast<uint32_t *>(sb + l.off_hist);
 	a.count = reinterpret_cast<uint32_t *>(sb + l.off_count);
 	a.hist2 = reinterpret_cast<uint32_t *>(sb + l.off_hist2);
-	a.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);
-	a.bmap = reinterpret_cast<uint32_t *>(sb + l.off_bm);
-	a.bm_stride = l.bm_stride;
 	a.sel = reinterpret_cast<unsigned long long *>(sb + l.off_sel);
 	a.cand = reinterpret_cast<unsigned long long *>(sb + l.off_cand);
 	a.scores = reinterpret_cast<float *>(sb + l.off_scores);
@@ -1130,11 +1124,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.cap = a.cap;
 			w.cut_out = a.cut_out;
 			w.cut_epoch = a.cut_epoch;
-			/* the bitmap tail, where the fused one ran: no waits between the scan's
-			 * CTAs, any batch (select_bm_kernel) */
-			w.bm = w.fused;
-			w.bmap = a.bmap;
-			w.bm_stride = a.bm_stride;
 			e = (cudaError_t)idx_wgmma_scan(&w, p->n_req, p->max_limit, st, &fused);
 		} else {
 			e = p->fmt == STRATA_INDEX_MXFP4
@@ -1188,36 +1177,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		cfg.numAttrs = pdl ? 1 : 0;
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
-	if (fused == 2) {
-		cudaLaunchConfig_t cfg = {};
-		cudaLaunchAttribute at[1];
-		cfg.gridDim = dim3((unsigned)p->n_rows);
-		cfg.blockDim = dim3(kBmT);
-		cfg.dynamicSmemBytes = sizeof(BmSmem);
-		cfg.stream = st;
-		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-		at[0].val.programmaticStreamSerializationAllowed = 1;
-		cfg.attrs = at;
-		cfg.numAttrs = p->after_scan ? 0 : 1;
-		/* the shared-memory attribute, once a device (its bit in done) */
-		static std::atomic<unsigned long long> done{ 0 };
-		int devi = 0;
-		const bool set = cudaGetDevice(&devi) == cudaSuccess &&
-				 (devi < 64 && (done.load(std::memory_order_relaxed) >> devi & 1)
-					  ? true
-					  : cudaFuncSetAttribute(select_bm_kernel,
-								 cudaFuncAttributeMaxDynamicSharedMemorySize,
-								 (int)sizeof(BmSmem)) == cudaSuccess);
-		if (!set || cudaLaunchKernelEx(&cfg, select_bm_kernel, a) != cudaSuccess) {
-			err = strata_dev_check(dev, "indexer: select launch");
-			return err ? err : STRATA_E_CUDA;
-		}
-		if (devi < 64)
-			done.fetch_or(1ull << devi, std::memory_order_relaxed);
-		if (a.trace)
-			trace_end(st, a.trace);
-		return strata_dev_check(dev, "indexer: select");
-	}
 	if (fused) {
 		if (!launch(select_kernel, dim3((unsigned)p->n_rows), !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: select launch");

@@ -87,11 +87,6 @@ typedef struct idx_wg_args {
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
-	/* the bitmap tail (indexer_wgmma.cu bm_tail): asked for; the row's bitmap of
-	 * listed ids (its sample words are the flag region's) */
-	int bm, bm_top; /* bm_top: the buckets of its bm_top largest a CTA publishes */
-	uint32_t *bmap;
-	size_t bm_stride; /* words per row */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
@@ -107,10 +102,8 @@ enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLA
        /* inside a filter CTA (or a fused scan's tail): its cut found, its chunks
 	* classified, its bins flushed */
        IDX_T_FCUT, IDX_T_FLOOP, IDX_T_FH2,
-       /* counts, not times (idx_count: least and most over the CTAs): a bitmap-tailed
-	* scan's lower bound lo, the select's listed ids, keys in b*, keys in its cut bin */
-       IDX_C_LO, IDX_C_LIST, IDX_C_NB, IDX_C_NC, IDX_TRACE_N };
-#define IDX_C_FIRST IDX_C_LO
+       /* the select kernel resident (its entry, before it waits for the scan) */
+       IDX_T_SELIN, IDX_TRACE_N };
 
 #ifdef STRATA_HAVE_CUDA
 #ifdef __cplusplus
@@ -338,14 +331,6 @@ __device__ __forceinline__ void idx_trace(unsigned long long *t, int at)
 	atomicMin(t + 2 * at, ns);
 	atomicMax(t + 2 * at + 1, ns);
 }
-/* A count into slot `at` of the trace (its least and its most over the callers). */
-__device__ __forceinline__ void idx_count(unsigned long long *t, int at, unsigned long long v)
-{
-	if (!t)
-		return;
-	atomicMin(t + 2 * at, v);
-	atomicMax(t + 2 * at + 1, v);
-}
 /* idx_trace once this CTA's earlier writes and atomics are performed (a fence, then a
  * barrier: every thread of the CTA calls it); nothing, not even the fence, untraced. */
 __device__ __forceinline__ void idx_trace_fenced(unsigned long long *t, int at)
@@ -380,8 +365,7 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
 			       * count above b* (indexer_wgmma.cu scan_tail), 3 spare */
-#define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags, or a
-			       * bitmap-tailed scan's CTAs' sample words */
+#define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
@@ -425,9 +409,8 @@ __device__ __forceinline__ uint32_t idx_sub_of(uint32_t o32, uint32_t base, int 
 typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */
 	size_t cand_cap;      /* candidates per row */
-	size_t bm_stride;     /* bitmap words per row: 2 a tile of 64, 64-word aligned */
-	size_t off_hist, off_count, off_hist2, off_flag, off_sel, off_cand, off_bm;
-	size_t off_scores, total;
+	size_t off_hist, off_count, off_hist2, off_flag, off_sel, off_cand, off_scores;
+	size_t total;
 	size_t zero_bytes;    /* [0, zero_bytes): the counters, zero at rest (see below) */
 } idx_gpu_layout;
 
@@ -436,11 +419,11 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* The counters (hist, count, hist2, flag) come first and are zero at rest: the
- * caller zeroes the scratch once after allocating it, and each call leaves them zero
- * again (the row's select clears what its row used), so no call needs a memset. The
- * rest (selected ids, candidates, the id bitmap, scores) is written before it is read in
- * every call. */
+/* The counters (hist, count, hist2, flag) come first and are zero at rest: the caller zeroes
+ * the scratch once after allocating it, and each call leaves them zero again (the
+ * row's last filter CTA, or the phases path's select, clears what its row used), so no
+ * call needs a memset. The rest (selected ids, candidates, scores) is written before
+ * it is read in every call. */
 static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_layout *l)
 {
 	size_t rows = (size_t)(p->n_rows > 0 ? p->n_rows : 0);
@@ -453,10 +436,8 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->off_flag = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
 	l->off_sel = l->off_flag + idx_align(rows * IDX_FLAGS * 4);
 	l->zero_bytes = l->off_sel;
-	l->bm_stride = ((lim + 63) / 64 * 2 + 63) & ~(size_t)63;
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 8);
-	l->off_bm = l->off_cand + idx_align(rows * l->cand_cap * 8);
-	l->off_scores = l->off_bm + idx_align(rows * l->bm_stride * 4);
+	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);
 	l->total = l->off_scores + idx_align(rows * l->score_stride * 4);
 }
 

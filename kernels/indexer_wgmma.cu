@@ -54,17 +54,14 @@ constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][6
 constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
 constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibbles, scales */
 
-/* The fused tail's (scan_tail) and the bitmap tail's (bm_tail) shared words. */
+/* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
 	int bin;          /* the row's threshold bucket b* */
 	int last;         /* this CTA arrived last at the row's barrier */
-	int lo;           /* bm_tail: the lower bound of b* it lists from */
 };
-constexpr int kKeep = 8; /* bm_tail: the buckets of a CTA's first kKeep tiles kept in smem */
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
-static_assert(IDX_FLAGS * 4 <= kTileBytes, "bm_tail's words fit a tile of the FP8 ring");
 template <int S> struct SsSmem {
 	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
@@ -72,7 +69,6 @@ template <int S> struct SsSmem {
 	float w[kHeads];
 	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
-	uint16_t kb[kKeep][kTile];             /* the first tiles' score buckets (bm_tail) */
 	TailSmem tail;
 };
 /* MXFP4: the query (B) and each warp's ring of raw shares. */
@@ -80,10 +76,8 @@ template <int S> struct RsSmem {
 	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
 	uint8_t ring[4][S][kMxWarpBytes];
 	uint32_t hist[IDX_BINS];
-	uint16_t kb[kKeep][kTile];             /* the first tiles' score buckets (bm_tail) */
 	TailSmem tail;
 };
-static_assert(IDX_FLAGS * 4 <= 4 * 3 * kMxWarpBytes, "bm_tail's words fit the MXFP4 ring");
 template <typename T> constexpr size_t smem_of()
 {
 	return sizeof(T) + 1024; /* + alignment slack */
@@ -167,7 +161,7 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 /* What a scan CTA works on: request blockIdx.y's row, its limit L, and the tiles x, x +
  * G, ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
 struct ScanCta {
-	int req, row, L, x, G, n, ne; /* ne: bm_tail's sample, tiles 0 .. ne-1 (ne = n / 2) */
+	int req, row, L, x, G, n;
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
 	__device__ __forceinline__ bool begin(const idx_wg_args &a)
@@ -186,7 +180,6 @@ struct ScanCta {
 		if (x >= tiles)
 			return false;
 		n = (tiles - x + G - 1) / G;
-		ne = a.bm ? n >> 1 : -1;
 		pt = a.page_table + (size_t)req * a.max_pages;
 		if (threadIdx.x == 0)
 			idx_trace(a.trace, IDX_T_SCAN0);
@@ -214,12 +207,11 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 	if (threadIdx.x == 0)
 		idx_trace(a.trace, IDX_T_SCAN1);
 	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-	if (!a.bm) /* the bitmap tail's select counts the listed scores itself */
-		for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
-			const uint32_t v = h[i];
-			if (v)
-				atomicAdd(&gh[i], v);
-		}
+	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
+		const uint32_t v = h[i];
+		if (v)
+			atomicAdd(&gh[i], v);
+	}
 	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
 	wait_groups<0>(); /* the trailing empty groups */
 }
@@ -409,142 +401,6 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
 
-/* ---- the bitmap tail ------------------------------------------------------------------
- * With idx_wg_args.bm, each CTA lists the ids of its scores that may lie in the row's
- * top k in the row's bitmap (bit j % 32 of word j / 32: 2 words a tile, each written by
- * the tile's CTA alone, so no word needs clearing), and the select kernel (indexer.cu
- * select_bm_kernel) picks the exact top k from the listed ids. No CTA waits for another,
- * and the scan's histogram is not flushed: the select counts the listed scores itself.
- * What to list: every score of bucket >= lo, where lo is a lower bound of b* (the bucket
- * of the row's k-th largest score) from a sample. Mid-scan (tile ne = n / 2), each CTA
- * x publishes, in the row's flag region (R = bm_top 16-bit slots a CTA), the buckets of
- * its R largest scores so far, 1 + bucket each (0: fewer scores), early_sample. Once its
- * own tiles are scored, each CTA counts every slot published by then by bucket and takes
- * as lo the highest bucket with k of them at or above it: those are k distinct scores
- * of the row, so lo <= b*, and every score of the top k is listed (the top k of a list
- * that holds the row's top k is the row's top k). A slot not yet published only lowers
- * lo (more ids listed); with fewer than k counted, lo = 0 lists every id, which the
- * select handles (more slowly). The launch picks R so that G R >= 2k: near the cut, a
- * CTA holds only a few of the sample's scores above it, and its R largest cover them.
- * Plain stores and loads: no atomics on a few hot addresses (one add per CTA on the
- * row's top bins queued behind each other and held up the scan's own reads). The launch
- * takes this tail where every CTA has at least kBmMinTiles tiles, so that the samples
- * land before the reads. */
-constexpr int kBmMinTiles = 4;
-constexpr int kBmSlots = IDX_FLAGS * 2; /* 16-bit sample slots a row */
-
-/* Publishes this CTA's sample from its histogram so far (h). Every thread of the CTA
- * calls it (a barrier). */
-__device__ __forceinline__ void early_sample(const idx_wg_args &a, const ScanCta &cta,
-					     const uint32_t *h, TailSmem &ts)
-{
-	const int grp = kWgThreads - 1 - (int)threadIdx.x; /* bins 16 (127 - t) .. + 15 */
-	uint32_t c[IDX_BINS / kWgThreads], sum = 0;
-#pragma unroll
-	for (int q = 0; q < IDX_BINS / kWgThreads / 4; q++) {
-		const uint4 v = *reinterpret_cast<const uint4 *>(h + grp * (IDX_BINS / kWgThreads) + 4 * q);
-		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
-	}
-#pragma unroll
-	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
-		sum += c[b];
-	uint32_t acc = excl_scan128(sum, ts.wsum);
-	const uint32_t R = (uint32_t)a.bm_top;
-	if (acc >= R)
-		return;
-	uint16_t *slot = reinterpret_cast<uint16_t *>(a.flag + (size_t)cta.row * IDX_FLAGS) +
-			 (size_t)cta.x * R;
-	for (int b = IDX_BINS / kWgThreads - 1; b >= 0 && acc < R; b--) /* ranks acc .. */
-		for (uint32_t r = acc, e = acc + c[b] < R ? acc + c[b] : R; r < e; r++, acc++)
-			slot[r] = (uint16_t)(grp * (IDX_BINS / kWgThreads) + b + 1);
-}
-
-/* Copies the row's published sample slots into buf (cp.async; the caller commits). */
-__device__ __forceinline__ void bm_fetch(const idx_wg_args &a, const ScanCta &cta, uint32_t *buf)
-{
-	const uint32_t *words = a.flag + (size_t)cta.row * IDX_FLAGS;
-	const int nq = (cta.G * a.bm_top + 7) / 8; /* 16 bytes a copy */
-	for (int q = threadIdx.x; q < nq; q += kWgThreads)
-		cp16((uint32_t)__cvta_generic_to_shared(buf + 4 * q), words + 4 * q);
-}
-
-/* After flush_hist (its barrier: the CTA's scores and h complete; h is free, the
- * histogram being unflushed, and so is buf, IDX_FLAGS * 4 bytes of the ring). kb: the
- * buckets of the CTA's first kKeep tiles; later tiles' scores are read back. fetched:
- * the slots are in buf already (bm_fetch before the last tile). */
-__device__ void bm_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts, uint32_t *h,
-			const uint16_t (*kb)[kTile], uint32_t *buf, bool fetched)
-{
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, row = cta.row, L = cta.L;
-	const uint32_t k = (uint32_t)a.topk;
-	const int ns = cta.G * a.bm_top; /* the published slots */
-	if (!fetched)
-		bm_fetch(a, cta, buf);
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
-#pragma unroll
-	for (int q = 0; q < IDX_BINS / kWgThreads / 4; q++)
-		reinterpret_cast<uint4 *>(h)[tid + q * kWgThreads] = make_uint4(0, 0, 0, 0);
-	if (tid == 0)
-		ts.lo = 0; /* no cut (fewer than k counted): list every id */
-	wait_groups<0>();
-	__syncthreads();
-	const uint16_t *sl = reinterpret_cast<const uint16_t *>(buf);
-	for (int x = tid; x < ns; x += kWgThreads) {
-		const uint32_t v = sl[x];
-		if (v)
-			atomicAdd(&h[v - 1], 1u);
-	}
-	__syncthreads();
-	const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
-	uint32_t c[IDX_BINS / kWgThreads], sum = 0;
-#pragma unroll
-	for (int q = 0; q < IDX_BINS / kWgThreads / 4; q++) {
-		const uint4 v = *reinterpret_cast<const uint4 *>(h + grp * (IDX_BINS / kWgThreads) + 4 * q);
-		c[4 * q] = v.x, c[4 * q + 1] = v.y, c[4 * q + 2] = v.z, c[4 * q + 3] = v.w;
-	}
-#pragma unroll
-	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
-		sum += c[b];
-	uint32_t acc = excl_scan128(sum, ts.wsum);
-#pragma unroll
-	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-		if (acc < k && acc + c[b] >= k)
-			ts.lo = grp * (IDX_BINS / kWgThreads) + b;
-		acc += c[b];
-	}
-	__syncthreads();
-	const uint32_t lo = (uint32_t)ts.lo;
-	if (tid == 0) {
-		idx_trace(a.trace, IDX_T_FCUT);
-		idx_count(a.trace, IDX_C_LO, lo);
-	}
-	/* half-tiles (32 ids, one word) hh = warp, warp + 4, ...: four at a time, their
-	 * read-backs in flight together */
-	const float *sc = a.scores + (size_t)row * a.sstride;
-	uint32_t *bm = a.bmap + (size_t)row * a.bm_stride;
-	const int nh = 2 * cta.n;
-	for (int h0 = warp; h0 < nh; h0 += 16) {
-		uint32_t bk[4];
-		bool in[4];
-#pragma unroll
-		for (int u = 0; u < 4; u++) {
-			const int hh = h0 + 4 * u, i = hh >> 1, e = 32 * (hh & 1) + lane;
-			const int j = (cta.x + i * cta.G) * kTile + e;
-			in[u] = hh < nh && j < L;
-			bk[u] = !in[u] ? 0u : i < kKeep ? kb[i][e] : idx_bucket_dev(__ldcg(sc + j));
-		}
-#pragma unroll
-		for (int u = 0; u < 4; u++) {
-			const int hh = h0 + 4 * u;
-			const unsigned word = __ballot_sync(0xffffffffu, in[u] && bk[u] >= lo);
-			if (lane == 0 && hh < nh)
-				bm[2 * (cta.x + (hh >> 1) * cta.G) + (hh & 1)] = word;
-		}
-	}
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_FLOOP);
-}
-
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
 
 /* One page's 64 keys and scales into ring slot `slot` (every thread 4 + (tid < 16)
@@ -612,11 +468,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		if (i > 0 && i == cta.ne) /* bm_tail's sample: tiles 0 .. ne - 1, counted */
-			early_sample(a, cta, sm.hist, sm.tail);
-		if (a.bm && i == n - 1) /* the samples, into the slot the tile after this one
-					 * would take (none: this is the last) */
-			bm_fetch(a, cta, reinterpret_cast<uint32_t *>(sm.b[(i + S - 1) % S]));
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S);
 		pnext = pt_at(i + S);
 
@@ -653,22 +504,16 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 			float (*r)[kTile] = sm.red;
 			float s = ((r[0][tid] + r[1][tid]) + r[2][tid]) + r[3][tid];
 			s *= sm.ks[slot][tid];
-			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
-			const uint32_t b = idx_bucket_dev(s);
-			if (i < kKeep)
-				sm.kb[i][tid] = (uint16_t)b;
 			if (key < L) {
+				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 				scores[key] = s;
-				atomicAdd(&sm.hist[b], 1u);
+				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 			}
 		}
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
 	flush_hist(a, row, sm.hist);
-	if (a.bm)
-		bm_tail(a, cta, sm.tail, sm.hist, sm.kb,
-			reinterpret_cast<uint32_t *>(sm.b[(n - 1 + S - 1) % S]), true);
-	else if (a.fused)
+	if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -728,7 +573,7 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 
 /* Each warp keeps S - 1 of its shares in flight ahead of the one being scored. */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3, "a tile in flight beyond the next one");
@@ -818,30 +663,20 @@ __global__ void __launch_bounds__(kWgThreads, 4) scan_rs_kernel(const idx_wg_arg
 		s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
 		s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
 		const int key = (cta.x + i * cta.G) * kTile + mykey;
-		if (c < 2) {
+		if (c < 2 && key < L) {
 			float s = (c ? s1 : s0) * kcur;
 			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
-			const uint32_t b = idx_bucket_dev(s);
-			if (i < kKeep)
-				sm.kb[i][mykey] = (uint16_t)b;
-			if (key < L) {
-				scores[key] = s;
-				atomicAdd(&sm.hist[b], 1u);
-			}
+			scores[key] = s;
+			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 		}
 	};
-	const int ne = cta.ne & ~1; /* the sample between two steps: few registers live */
 	for (int i = 0; i < n; i += 2) {
-		if (i > 0 && i == ne) /* bm_tail's sample: tiles 0 .. ne - 1 (a barrier) */
-			early_sample(a, cta, sm.hist, sm.tail);
 		step(i, a0, a1, ks0, &ks1);
 		if (i + 1 < n)
 			step(i + 1, a1, a0, ks1, &ks0);
 	}
 	flush_hist(a, row, sm.hist);
-	if (a.bm)
-		bm_tail(a, cta, sm.tail, sm.hist, sm.kb, reinterpret_cast<uint32_t *>(sm.ring), false);
-	else if (a.fused)
+	if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -883,16 +718,8 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	idx_wg_args w = *a;
-	/* the bitmap tail where every CTA of the longest row has kBmMinTiles tiles or more
-	 * (shorter rows list more ids); else the fused tail where it fits */
-	int top = 2; /* G top >= 2k */
-	while (top < 32 && gx * top < 2LL * a->topk)
-		top *= 2;
-	w.bm = a->bm && tiles / gx >= kBmMinTiles && gx * top <= kBmSlots && gx * top >= 2LL * a->topk;
-	w.bm_top = top;
-	w.fused = !w.bm && a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
-		  gx <= IDX_FLAGS;
-	*fused = w.bm ? 2 : w.fused;
+	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
+	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
 	cfg.gridDim = dim3((unsigned)gx, (unsigned)n_req);
@@ -909,7 +736,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 		 * unfused tail needs no co-residency */
 		(void)cudaGetLastError();
 		w.fused = 0;
-		*fused = w.bm ? 2 : 0;
+		*fused = 0;
 		cfg.numAttrs = 0;
 		e = cudaLaunchKernelEx(&cfg, kern, w);
 	}

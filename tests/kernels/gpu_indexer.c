@@ -417,17 +417,15 @@ START_TEST(wgmma_scan)
 		}
 		int l1 = 262144; /* 1M tokens */
 		wgmma_case(fmt, 512, 1, &l1, 74, TD_RANDOM, 0, "1M top-512");
-		/* the bitmap tail (indexer_wgmma.cu bm_tail: where every scan CTA has 4 tiles
-		 * or more; ~49 CTAs a row here on an H200): lists from the sample, the rank and
-		 * radix cuts inside the threshold bucket, and lists too long for shared memory
-		 * (equal scores: every id listed) */
+		/* a batch of 16 rows of ~16K keys, mixed lengths (~49 scan CTAs a row on an
+		 * H200, ~5 tiles each): random, near-ties, and the two all-tied rows */
 		int lb[16];
 		for (int i = 0; i < 16; i++)
 			lb[i] = 16384 - 37 * i;
-		wgmma_case(fmt, 512, 16, lb, 76, TD_RANDOM, 0, "bitmap random");
-		wgmma_case(fmt, 512, 16, lb, 77, TD_CLUSTERED, 0, "bitmap clustered");
-		wgmma_case(fmt, 512, 16, lb, 78, TD_EQUAL, 1, "bitmap all-equal");
-		wgmma_case(fmt, 512, 16, lb, 79, TD_NEGATIVE, 1, "bitmap all-relu-zero");
+		wgmma_case(fmt, 512, 16, lb, 76, TD_RANDOM, 0, "batch-16 random");
+		wgmma_case(fmt, 512, 16, lb, 77, TD_CLUSTERED, 0, "batch-16 clustered");
+		wgmma_case(fmt, 512, 16, lb, 78, TD_EQUAL, 1, "batch-16 all-equal");
+		wgmma_case(fmt, 512, 16, lb, 79, TD_NEGATIVE, 1, "batch-16 all-relu-zero");
 	}
 }
 END_TEST
