@@ -550,41 +550,6 @@ static_assert(kCC * 8 <= IDX_BINS2 * 4, "cc shares the bin-2 histogram's space")
 static_assert(IDX_BINS % kFThreads == 0 && IDX_BINS2 % kFThreads == 0, "bins per thread");
 typedef cub::BlockScan<uint32_t, kFThreads> FScan;
 
-/* Exclusive prefix sum of v over the block (a multiple of 32 threads, at most 1024) in
- * thread order (x) and the block's total (y); ws: one word a warp (an FScan::TempStorage
- * serves). The select's one block scan, not inlined: its code runs once a call with cold
- * instruction caches, where each distinct instruction costs more than its execution (two
- * inlined cub scans were ~270 of select_kernel's 929 distinct SASS lines;
- * bench/results/2026-11-30-h200-s13). Two barriers; ws is free again on return. */
-__device__ __noinline__ uint2 blk_scan(uint32_t v, uint32_t *ws)
-{
-	const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
-	const int nw = (int)blockDim.x >> 5;
-	uint32_t x = v;
-#pragma unroll
-	for (int o = 1; o < 32; o <<= 1) {
-		const uint32_t t = __shfl_up_sync(0xffffffffu, x, o);
-		if (lane >= o)
-			x += t;
-	}
-	if (lane == 31)
-		ws[warp] = x;
-	__syncthreads();
-	const uint32_t y = lane < nw ? ws[lane] : 0u;
-	uint32_t z = y;
-#pragma unroll
-	for (int o = 1; o < 32; o <<= 1) {
-		const uint32_t t = __shfl_up_sync(0xffffffffu, z, o);
-		if (lane >= o)
-			z += t;
-	}
-	const uint32_t before = __shfl_sync(0xffffffffu, z - y, warp);
-	const uint32_t total = __shfl_sync(0xffffffffu, z, 31);
-	__syncthreads();
-	return make_uint2(before + x - v, total);
-}
-static_assert(sizeof(FScan::TempStorage) >= 4 * (kFThreads / 32), "blk_scan's warp sums fit");
-
 struct SelSmem {
 	union {
 		uint32_t h2[IDX_BINS2];        /* filter: this CTA's bin-2 counts */
@@ -624,7 +589,8 @@ __device__ __forceinline__ void find_cut_of(const uint32_t (&cnt)[NB], uint32_t 
 #pragma unroll
 	for (int b = 0; b < NB; b++)
 		sum += cnt[b];
-	uint32_t above = blk_scan(sum, reinterpret_cast<uint32_t *>(&tmp)).x;
+	uint32_t above;
+	FScan(tmp).ExclusiveSum(sum, above);
 #pragma unroll
 	for (int b = NB - 1; b >= 0; b--) {
 		if (above < need && above + cnt[b] >= need) {

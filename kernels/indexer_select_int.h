@@ -114,11 +114,7 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 		c4[q] = cnt[4 * tid + q];
 		sum += c4[q];
 	}
-	{
-		const uint2 r = blk_scan(sum, reinterpret_cast<uint32_t *>(&tmp));
-		off = r.x;
-		total = r.y;
-	}
+	FScan(tmp).ExclusiveSum(sum, off, total);
 #pragma unroll
 	for (int q = 0; q < 4; q++) {
 		cnt[4 * tid + q] = off;
