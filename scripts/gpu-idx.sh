@@ -39,6 +39,20 @@ traces() { # one-row timelines, both key formats (extra bench args: $@)
 			--q8 --wgmma --reps 8 "$@" >"$OUT/tr_$f${1:+_$2}.txt" 2>&1
 	done
 }
+first_look() { # the tests matching CTEST_R (default the indexer's), one-row timelines
+	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
+		--timeout 300 >"$OUT/ctest.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
+	traces
+	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4
+}
+points() { # BINARY [LABEL...]: 1M (CTX) batch 1 / 8, both formats, a line a point
+	local b=$1
+	shift
+	timeout 100 $b bench indexer --ctx "${CTX:-1M}" --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 \
+		--wgmma 2>&1 | grep -E "^(fp8|mxfp4) " |
+		awk -v l="$*" '{print (l == "" ? "" : l " ") $1, $3, $4, "graph", $9, "eff", $14}'
+}
 ab() { # REV: gpu-ab.sh run, its logs in OUT/ab.tgz
 	OUT=$OUT CTEST_R="${CTEST_R-}" \
 		AB_ARGS="${AB_ARGS:-bench indexer --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 --wgmma}" \
@@ -81,13 +95,8 @@ final)
 	;;
 quick)
 	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
-	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
-		--timeout 300 >"$OUT/ctest.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
-	traces
-	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4
-	timeout 100 $B bench indexer --ctx "${CTX:-1M}" --batch 1,8 --rows 1 --fmt fp8,mxfp4 --q8 \
-		--wgmma 2>&1 | grep -E "^(fp8|mxfp4) " | awk '{print $1, $3, $4, "graph", $9, "eff", $14}'
+	first_look
+	points $B
 	;;
 abq)
 	(cmake -S "build-alt/$1" -B "build-alt/b$1" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
@@ -95,19 +104,10 @@ abq)
 		cmake --build "build-alt/b$1" -j6 --target strata_cli >"$OUT/build_$1.log" 2>&1) &
 	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	wait
-	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
-		--timeout 300 >"$OUT/ctest.txt" 2>&1
-	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
-	traces
-	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4
+	first_look
 	for i in 1 2 3; do
-		for v in M "$1"; do
-			b=build-alt/b$v/strata
-			[ "$v" = M ] && b=$B
-			timeout 100 $b bench indexer --ctx "${CTX:-1M}" --batch 1,8 --rows 1 \
-				--fmt fp8,mxfp4 --q8 --wgmma 2>&1 | grep -E "^(fp8|mxfp4) " |
-				awk -v v="$v" -v i="$i" '{print v, i, $1, $3, $4, "graph", $9, "eff", $14}'
-		done
+		points $B M "$i"
+		points "build-alt/b$1/strata" "$1" "$i"
 	done
 	;;
 *)
