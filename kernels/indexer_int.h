@@ -127,11 +127,13 @@ int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream,
  * largest (t < -8) is read as zero: its values are below 2^-14 of the largest group's
  * largest possible value. */
 
-/* prmt: byte j of the result is byte (sel nibble j & 7) of hi:lo. */
+/* prmt: byte j of the result is byte (sel nibble j) of hi:lo. Callers keep bit 3 of
+ * sel's nibbles 0 - 3 clear (prmt would replicate a sign there); bits 16 - 31 of sel are
+ * ignored, as prmt ignores them. */
 STRATA_HD uint32_t idx_prmt(uint32_t lo, uint32_t hi, uint32_t sel)
 {
 #ifdef __CUDA_ARCH__
-	return __byte_perm(lo, hi, sel & 0x7777u);
+	return __byte_perm(lo, hi, sel);
 #else
 	uint64_t v = lo | (uint64_t)hi << 32;
 	uint32_t r = 0;
@@ -173,22 +175,28 @@ STRATA_HD void idx_mx_lut(int d, uint32_t *lo, uint32_t *hi)
 }
 
 /* 8 e2m1 codes (x's nibbles, in dim order) as 8 e4m3 bytes: codes 0-3 to *o0, 4-7 to
- * *o1. Magnitudes by table; each code's sign bit (nibble bit 3) moved to its byte's bit
- * 7 by two more byte permutes. */
+ * *o1. Magnitudes by table (the selectors: x without its sign bits; prmt reads the low
+ * 16 bits, so codes 4-7 take one shift); each code's sign bit (nibble bit 3) lands on its
+ * byte's bit 7 by one byte permute of x and x << 4 (byte j of x << 4 holds code 2j's
+ * sign at bit 7, byte j of x code 2j + 1's). Nine instructions for eight codes. */
 STRATA_HD void idx_mx_eight(uint32_t x, uint32_t lo, uint32_t hi, uint32_t *o0, uint32_t *o1)
 {
-	const uint32_t sl = (x & 0x08080808u) << 4; /* even codes' signs, at bit 7 of their byte */
-	const uint32_t sh = x & 0x80808080u;        /* odd codes' signs, already there */
-	*o0 = idx_prmt(lo, hi, x & 0x7777u) | idx_prmt(sl, sh, 0x5140u);
-	*o1 = idx_prmt(lo, hi, (x >> 16) & 0x7777u) | idx_prmt(sl, sh, 0x7362u);
+	const uint32_t mag = x & 0x77777777u, t = x << 4;
+	*o0 = idx_prmt(lo, hi, mag) | (idx_prmt(t, x, 0x5140u) & 0x80808080u);
+	*o1 = idx_prmt(lo, hi, mag >> 16) | (idx_prmt(t, x, 0x7362u) & 0x80808080u);
 }
 
 /* The largest of a key's 4 group scale bytes. */
 STRATA_HD uint32_t idx_mx_max_scale(uint32_t sc)
 {
+#ifdef __CUDA_ARCH__
+	const uint32_t b1 = __byte_perm(sc, 0, 0x4441u), b2 = __byte_perm(sc, 0, 0x4442u);
+	return max(max(sc & 255u, b1), max(b2, sc >> 24));
+#else
 	const uint32_t a = sc & 255u, b = (sc >> 8) & 255u, c = (sc >> 16) & 255u, d = sc >> 24;
 	const uint32_t ab = a > b ? a : b, cd = c > d ? c : d;
 	return ab > cd ? ab : cd;
+#endif
 }
 
 /* 2^(m - 133): the key's scale (a subnormal float below m = 7). */

@@ -71,10 +71,12 @@ template <int S> struct SsSmem {
 	uint32_t hist[IDX_BINS];
 	TailSmem tail;
 };
-/* MXFP4: the query (B) and each warp's ring of raw shares. */
+/* MXFP4: the query (B), each warp's ring of raw shares (16-byte aligned: bulk copies)
+ * and the ring slots' barriers. */
 template <int S> struct RsSmem {
 	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
 	uint8_t ring[4][S][kMxWarpBytes];
+	uint64_t bar[4][S];
 	uint32_t hist[IDX_BINS];
 	TailSmem tail;
 };
@@ -528,30 +530,45 @@ __device__ __forceinline__ int rs_dim(int s, int p)
 	return 32 * ((p & 15) >> 2) + 8 * s + 4 * (p >> 4) + (p & 3);
 }
 
-/* Warp `warp`'s 16 keys of a page into its ring slot (lane: 2 chunks, and lanes 0 - 3
- * one of the scales), then a commit, as ss_load. */
-__device__ __forceinline__ void rs_load(const uint8_t *page, uint8_t *slot, int warp, int lane)
+/* Warp `warp`'s 16 keys of a page (their nibbles, then their scales: two contiguous
+ * runs) into its ring slot by the bulk-copy engine, completing on the slot's barrier.
+ * One lane issues it; the slot's earlier reads (the warp's, two tiles back) are ordered
+ * before the engine's writes by the proxy fence. */
+__device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint32_t bar, int warp)
 {
-	if (page) {
-		const uint32_t d = (uint32_t)__cvta_generic_to_shared(slot);
-		const uint8_t *src = page + warp * kWarpKeys * kMxKey;
-#pragma unroll
-		for (int i = 0; i < kWarpKeys * kMxKey / 16 / 32; i++)
-			cp16(d + 16 * (lane + 32 * i), src + 16 * (lane + 32 * i));
-		if (lane < 4)
-			cp16(d + kWarpKeys * kMxKey + 16 * lane,
-			     page + kTile * kMxKey + warp * kWarpKeys * 4 + 16 * lane);
-	}
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
+	asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+		     "n"(kMxWarpBytes)
+		     : "memory");
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+		     "%2, [%3];\n" ::"r"(slot),
+		     "l"(page + warp * kWarpKeys * kMxKey), "n"(kWarpKeys * kMxKey), "r"(bar)
+		     : "memory");
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+		     "%2, [%3];\n" ::"r"(slot + kWarpKeys * kMxKey),
+		     "l"(page + kTile * kMxKey + warp * kWarpKeys * 4), "n"(kWarpKeys * 4), "r"(bar)
+		     : "memory");
+}
+
+/* Waits for phase `parity` of a barrier (acquire: the bulk copies' bytes are visible). */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+	asm volatile("{\n\t.reg .pred done;\n"
+		     "RS_WAIT_%=:\n\t"
+		     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+		     "@!done bra RS_WAIT_%=;\n}\n" ::"r"(bar),
+		     "r"(parity)
+		     : "memory");
 }
 
 /* The A registers of a tile from the warp's ring slot, as e4m3: k-step s uses a[4s ..
  * 4s + 3] = (key g, k 4c..4c+3), (key g + 8, same k), (key g, k 16 + 4c..), (key g + 8,
  * same k). And the scale of the key this lane scores (key g for c = 0, key g + 8 for c =
- * 1; the other lanes' is unused). A phase of 8 lanes reads keys r, r + 1 (128 bytes):
- * no bank conflicts. */
-__device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint32_t (&a)[16],
-					float *kscale)
+ * 1; the other lanes' is unused), halved: the epilogue sums twice the ReLUs. A phase of 8
+ * lanes reads keys r, r + 1 (128 bytes): no bank conflicts. csel: prmt selector of
+ * scale byte c. */
+__device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint32_t csel,
+					uint32_t (&a)[16], float *kscale)
 {
 	const uint32_t *scw = reinterpret_cast<const uint32_t *>(slot + kWarpKeys * kMxKey);
 #pragma unroll
@@ -561,22 +578,24 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 		const uint32_t sc = scw[r];
 		const uint32_t m = idx_mx_max_scale(sc);
 		uint32_t lo, hi;
-		idx_mx_lut((int)((sc >> (8 * c)) & 255u) - (int)m, &lo, &hi);
+		idx_mx_lut((int)__byte_perm(sc, 0, csel) - (int)m, &lo, &hi);
 		const uint32_t x[4] = { w.x, w.y, w.z, w.w };
 #pragma unroll
 		for (int s = 0; s < 4; s++)
 			idx_mx_eight(x[s], lo, hi, &a[4 * s + h], &a[4 * s + 2 + h]);
 		if (c == h)
-			*kscale = idx_mx_key_scale(m);
+			*kscale = 0.5f * idx_mx_key_scale(m);
 	}
 }
 
-/* Each warp keeps S - 1 of its shares in flight ahead of the one being scored. */
+/* Each warp keeps S - 1 of its shares in flight ahead of the one being scored: a ring of
+ * S slots, filled by bulk copies (one lane's few instructions a tile, where per-lane
+ * 16-byte copies took ~40 of the step's ~330; ncu, bench/results/2026-11-30-h200-s14). */
 template <int S>
 __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	static_assert(S >= 3, "a tile in flight beyond the next one");
+	static_assert(S >= 3 && (S & (S - 1)) == 0, "a tile in flight beyond the next one; cheap slots");
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
 	ScanCta cta;
@@ -584,14 +603,26 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 		return;
 	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kMxPage); };
-	auto pt_at = [&](int i) { return cta.pt_at(i); };
 	uint8_t(*ring)[kMxWarpBytes] = sm.ring[warp];
+	const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring[0]);
+	const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&sm.bar[warp][0]);
+	auto slot_of = [&](int t) { return ring0 + (uint32_t)(t & (S - 1)) * kMxWarpBytes; };
+	auto bar_of = [&](int t) { return bar0 + (uint32_t)(t & (S - 1)) * 8u; };
+	auto page_at = [&](int p) { return a.pages + (size_t)p * kMxPage; };
 
+	int pnext = 0; /* lane 0's: the page index of the next tile to copy, read a tile ahead */
+	if (lane == 0) {
 #pragma unroll
-	for (int i = 0; i < S - 1; i++)
-		rs_load(page_of(i, pt_at(i)), ring[i], warp, lane);
-	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
+		for (int s = 0; s < S; s++)
+			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#pragma unroll
+		for (int i = 0; i < S - 1; i++)
+			if (i < n)
+				rs_bulk(page_at(cta.pt_at(i)), slot_of(i), bar_of(i), warp);
+		pnext = cta.pt_at(S - 1);
+	}
+	__syncwarp(); /* the barriers initialised, for the other lanes' waits */
 	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
 	   * the keys' dim order; the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
@@ -613,14 +644,15 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 #pragma unroll
 		for (int e = 0; e < 2; e++)
 			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
+	const uint32_t csel = 0x4440u + (uint32_t)c; /* scale byte c, zero-extended */
+	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its score slot, tile by tile */
+	const int key0 = cta.x * kTile + kWarpKeys * warp + g + 8 * c, kstep = cta.G * kTile;
 	float *scores = a.scores + (size_t)row * a.sstride;
-	const int mykey = kWarpKeys * warp + g + 8 * c; /* lanes c < 2 score this key of a tile */
 
 	uint32_t a0[16], a1[16];
 	float ks0 = 0.0f, ks1 = 0.0f;
-	wait_groups<S - 2>(); /* tile 0 */
-	__syncwarp();
-	rs_read(ring[0], g, c, a0, &ks0);
+	mbar_wait(bar_of(0), 0u); /* tile 0 */
+	rs_read(ring[0], g, c, csel, a0, &ks0);
 	/* Tile i: its MMA from acur, while tile i + 1 is read into anext and tile i + S - 1
 	 * (this warp's share) is copied into the slot tile i - 1 left. */
 	auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur, float *knext) {
@@ -633,20 +665,25 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 			wgmma_rs(d, *reinterpret_cast<const uint32_t(*)[4]>(&acur[4 * k]),
 				 db + (uint64_t)(2 * k), k);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-		/* tile i + S - 1 into tile i - 1's slot: every lane read that before the last
-		 * step's __syncwarp */
+		/* tile i + S - 1 into tile i - 1's slot: the warp read that in step i - 2, and
+		 * its values fed step i - 1's MMA */
 		const int t = i + S - 1;
-		rs_load(page_of(t, pnext), ring[t % S], warp, lane);
-		pnext = pt_at(t + 1);
-		wait_groups<S - 2>(); /* this lane's copies of tile i + 1 */
-		__syncwarp();         /* ... and everyone's */
-		if (i + 1 < n)
-			rs_read(ring[(i + 1) % S], g, c, anext, knext);
+		if (lane == 0) {
+			if (t < n)
+				rs_bulk(page_at(pnext), slot_of(t), bar_of(t), warp);
+			pnext = cta.pt_at(t + 1);
+		}
+		if (i + 1 < n) {
+			mbar_wait(bar_of(i + 1), (uint32_t)((i + 1) / S) & 1u);
+			rs_read(ring[(i + 1) & (S - 1)], g, c, csel, anext, knext);
+		}
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		reg_fence(d);
 		reg_fence(acur);
 
-		/* d[4j + e]: key g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8. Two partial sums
+		/* d[4j + e]: key g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8. ReLU on the FMA
+		 * pipe as x + |x| (twice the ReLU, exactly; kcur is halved), where fmaxf would
+		 * take the slower integer pipe beside the conversion's permutes. Two partial sums
 		 * per key (heads with j even, j odd; halves the dependent chain), then one add */
 		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
@@ -654,17 +691,20 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 #pragma unroll
 			for (int e = 0; e < 2; e++)
 #pragma unroll
-				for (int h = 0; h < 2; h++)
-					p[h][j & 1] = fmaf(wt[2 * j + e], fmaxf(d[4 * j + 2 * h + e], 0.0f),
-							   p[h][j & 1]);
-		float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
-		s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
-		s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
-		s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
-		s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
-		const int key = (cta.x + i * cta.G) * kTile + mykey;
+				for (int h = 0; h < 2; h++) {
+					const float x = d[4 * j + 2 * h + e];
+					p[h][j & 1] = fmaf(wt[2 * j + e], __fadd_rn(x, fabsf(x)), p[h][j & 1]);
+				}
+		/* over the key's 4 lanes, as a reduce-scatter: even lanes keep key g's sum, odd
+		 * lanes key g + 8's; pairs first, then pairs of pairs (the same order of adds
+		 * for every key) */
+		const float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
+		const bool odd = c & 1;
+		float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
+		v += __shfl_xor_sync(0xffffffffu, v, 2);
+		const int key = key0 + i * kstep;
 		if (c < 2 && key < L) {
-			float s = (c ? s1 : s0) * kcur;
+			float s = v * kcur;
 			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
 			scores[key] = s;
 			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
