@@ -588,11 +588,13 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 	}
 }
 
+constexpr int kRsCtas = 5; /* CTAs an SM: at most 96 registers a thread */
+
 /* Each warp keeps S - 1 of its shares in flight ahead of the one being scored: a ring of
  * S slots, filled by bulk copies (one lane's few instructions a tile, where per-lane
  * 16-byte copies took ~40 of the step's ~330; ncu, bench/results/2026-11-30-h200-s14). */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads, kRsCtas) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3 && (S & (S - 1)) == 0, "a tile in flight beyond the next one; cheap slots");
@@ -649,13 +651,21 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 	const int key0 = cta.x * kTile + kWarpKeys * warp + g + 8 * c, kstep = cta.G * kTile;
 	float *scores = a.scores + (size_t)row * a.sstride;
 
-	uint32_t a0[16], a1[16];
-	float ks0 = 0.0f, ks1 = 0.0f;
-	mbar_wait(bar_of(0), 0u); /* tile 0 */
-	rs_read(ring[0], g, c, csel, a0, &ks0);
-	/* Tile i: its MMA from acur, while tile i + 1 is read into anext and tile i + S - 1
-	 * (this warp's share) is copied into the slot tile i - 1 left. */
-	auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur, float *knext) {
+	/* Tile i: the copy of tile i + S - 1 into the slot tile i - 1 left, then tile i read
+	 * and converted into the A registers, its MMA, and its epilogue. One set of A
+	 * registers (the MMA waited for before the next conversion): other CTAs' warps fill
+	 * the MMA's latency, and the registers saved fit kRsCtas CTAs an SM. */
+	for (int i = 0; i < n; i++) {
+		const int t = i + S - 1;
+		if (lane == 0) { /* the warp read tile i - 1's slot in step i - 1 */
+			if (t < n)
+				rs_bulk(page_at(pnext), slot_of(t), bar_of(t), warp);
+			pnext = cta.pt_at(t + 1);
+		}
+		uint32_t acur[16];
+		float kcur = 0.0f;
+		mbar_wait(bar_of(i), (uint32_t)(i / S) & 1u);
+		rs_read(ring[i & (S - 1)], g, c, csel, acur, &kcur);
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B) */
 		reg_fence(d);
 		reg_fence(acur);
@@ -665,26 +675,14 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 			wgmma_rs(d, *reinterpret_cast<const uint32_t(*)[4]>(&acur[4 * k]),
 				 db + (uint64_t)(2 * k), k);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-		/* tile i + S - 1 into tile i - 1's slot: the warp read that in step i - 2, and
-		 * its values fed step i - 1's MMA */
-		const int t = i + S - 1;
-		if (lane == 0) {
-			if (t < n)
-				rs_bulk(page_at(pnext), slot_of(t), bar_of(t), warp);
-			pnext = cta.pt_at(t + 1);
-		}
-		if (i + 1 < n) {
-			mbar_wait(bar_of(i + 1), (uint32_t)((i + 1) / S) & 1u);
-			rs_read(ring[(i + 1) & (S - 1)], g, c, csel, anext, knext);
-		}
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		reg_fence(d);
 		reg_fence(acur);
 
 		/* d[4j + e]: key g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8. ReLU on the FMA
 		 * pipe as x + |x| (twice the ReLU, exactly; kcur is halved), where fmaxf would
-		 * take the slower integer pipe beside the conversion's permutes. Two partial sums
-		 * per key (heads with j even, j odd; halves the dependent chain), then one add */
+		 * take the integer pipe beside the conversion's permutes. Two partial sums per
+		 * key (heads with j even, j odd; halves the dependent chain), then one add */
 		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
 		for (int j = 0; j < 8; j++)
@@ -709,11 +707,6 @@ __global__ void __launch_bounds__(kWgThreads) scan_rs_kernel(const idx_wg_args a
 			scores[key] = s;
 			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
 		}
-	};
-	for (int i = 0; i < n; i += 2) {
-		step(i, a0, a1, ks0, &ks1);
-		if (i + 1 < n)
-			step(i + 1, a1, a0, ks1, &ks0);
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
