@@ -588,7 +588,7 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 	}
 }
 
-constexpr int kRsCtas = 5; /* CTAs an SM: at most 96 registers a thread */
+constexpr int kRsCtas = 6; /* CTAs an SM: at most 80 registers a thread */
 
 /* Each warp keeps S - 1 of its shares in flight ahead of the one being scored: a ring of
  * S slots, filled by bulk copies (one lane's few instructions a tile, where per-lane
