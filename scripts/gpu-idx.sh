@@ -17,9 +17,9 @@
 #   quick            build everything, the tests matching CTEST_R (default the indexer's;
 #                    `^none$`: none), one-row timelines, and 1M batch 1 / 8 of both
 #                    formats once (CTX: other contexts): a first look at a change
-#   abq REV          quick's build, tests and timelines, then REV's CLI (after
-#                    `scripts/gpu-ab.sh prepare REV` here; carry build-alt too) and three
-#                    rounds alternating the tree (M) and REV over 1M batch 1 / 8 of both
+#   abq REV...       quick's build, tests and timelines, then each REV's CLI (after
+#                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
+#                    rounds alternating the tree (M) and each REV over 1M batch 1 / 8 of both
 #                    formats (CTX: other contexts), one line a point: graph us and eff
 set -u
 mode=${1:-}
@@ -99,19 +99,23 @@ quick)
 	points $B
 	;;
 abq)
-	(cmake -S "build-alt/$1" -B "build-alt/b$1" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
-		-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
-		cmake --build "build-alt/b$1" -j6 --target strata_cli >"$OUT/build_$1.log" 2>&1) &
+	for v in "$@"; do
+		(cmake -S "build-alt/$v" -B "build-alt/b$v" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
+			-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
+			cmake --build "build-alt/b$v" -j6 --target strata_cli >"$OUT/build_$v.log" 2>&1) &
+	done
 	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	wait
 	first_look
 	for i in 1 2 3; do
 		points $B M "$i"
-		points "build-alt/b$1/strata" "$1" "$i"
+		for v in "$@"; do
+			points "build-alt/b$v/strata" "$v" "$i"
+		done
 	done
 	;;
 *)
-	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV" >&2
+	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV..." >&2
 	exit 2
 	;;
 esac
