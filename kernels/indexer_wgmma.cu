@@ -588,13 +588,21 @@ __device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint3
 	}
 }
 
-constexpr int kRsCtas = 6; /* CTAs an SM: at most 80 registers a thread */
-
 /* Each warp keeps S - 1 of its shares in flight ahead of the one being scored: a ring of
- * S slots, filled by bulk copies (one lane's few instructions a tile, where per-lane
- * 16-byte copies took ~40 of the step's ~330; ncu, bench/results/2026-11-30-h200-s14). */
-template <int S>
-__global__ void __launch_bounds__(kWgThreads, kRsCtas) scan_rs_kernel(const idx_wg_args a)
+ * S slots, filled by bulk copies (one lane's few instructions a tile, in place of ~40 of
+ * per-lane 16-byte copies). Two forms of the tile loop (H200, 1M keys, bench/results/
+ * 2026-11-30-h200-s14):
+ *  - ONE = false: tile i + 1 is read and converted into a second set of A registers while
+ *    tile i's MMA runs (123 registers, 4 CTAs an SM). Where the scan runs the fused tail
+ *    (one row, each CTA 8 tiles at most), whose CTAs each score a few tiles in turn.
+ *  - ONE = true: one set of A registers, the MMA waited for before the next conversion;
+ *    other CTAs' warps fill its latency, and the registers saved fit kRsOneCtas CTAs an
+ *    SM (80 registers). At batch 8: 105.3 - 106.0 us a call against 109.1 - 111.2; at
+ *    batch 1 (fused): 26.8 us against 25.3 - 25.4. */
+constexpr int kRsOneCtas = 6;
+
+template <int S, bool ONE>
+__global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3 && (S & (S - 1)) == 0, "a tile in flight beyond the next one; cheap slots");
@@ -651,22 +659,21 @@ __global__ void __launch_bounds__(kWgThreads, kRsCtas) scan_rs_kernel(const idx_
 	const int key0 = cta.x * kTile + kWarpKeys * warp + g + 8 * c, kstep = cta.G * kTile;
 	float *scores = a.scores + (size_t)row * a.sstride;
 
-	/* Tile i: the copy of tile i + S - 1 into the slot tile i - 1 left, then tile i read
-	 * and converted into the A registers, its MMA, and its epilogue. One set of A
-	 * registers (the MMA waited for before the next conversion): other CTAs' warps fill
-	 * the MMA's latency, and the registers saved fit kRsCtas CTAs an SM. */
-	for (int i = 0; i < n; i++) {
+	/* tile i + S - 1 into tile i - 1's slot: the warp read that at least a step ago, and
+	 * its values fed an MMA waited for since */
+	auto refill = [&](int i) {
 		const int t = i + S - 1;
-		if (lane == 0) { /* the warp read tile i - 1's slot in step i - 1 */
+		if (lane == 0) {
 			if (t < n)
 				rs_bulk(page_at(pnext), slot_of(t), bar_of(t), warp);
 			pnext = cta.pt_at(t + 1);
 		}
-		uint32_t acur[16];
-		float kcur = 0.0f;
+	};
+	auto read = [&](int i, uint32_t(&dst)[16], float *ks) {
 		mbar_wait(bar_of(i), (uint32_t)(i / S) & 1u);
-		rs_read(ring[i & (S - 1)], g, c, csel, acur, &kcur);
-		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B) */
+		rs_read(ring[i & (S - 1)], g, c, csel, dst, ks);
+	};
+	auto mma = [&](float(&d)[32], uint32_t(&acur)[16]) {
 		reg_fence(d);
 		reg_fence(acur);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -675,14 +682,20 @@ __global__ void __launch_bounds__(kWgThreads, kRsCtas) scan_rs_kernel(const idx_
 			wgmma_rs(d, *reinterpret_cast<const uint32_t(*)[4]>(&acur[4 * k]),
 				 db + (uint64_t)(2 * k), k);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+	};
+	auto mma_wait = [&](float(&d)[32], uint32_t(&acur)[16]) {
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		reg_fence(d);
 		reg_fence(acur);
-
-		/* d[4j + e]: key g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8. ReLU on the FMA
-		 * pipe as x + |x| (twice the ReLU, exactly; kcur is halved), where fmaxf would
-		 * take the integer pipe beside the conversion's permutes. Two partial sums per
-		 * key (heads with j even, j odd; halves the dependent chain), then one add */
+	};
+	/* Tile i's scores from its accumulators. d[4j + e]: key g, head 8j + 2c + e; d[4j +
+	 * 2 + e]: key g + 8. ReLU on the FMA pipe as x + |x| (twice the ReLU, exactly; the
+	 * key scale is halved), where fmaxf would take the integer pipe beside the
+	 * conversion's permutes. Two partial sums per key (heads with j even, j odd; halves
+	 * the dependent chain), then one add; then over the key's 4 lanes, as a
+	 * reduce-scatter: even lanes keep key g's sum, odd lanes key g + 8's, pairs first,
+	 * then pairs of pairs (the same order of adds for every key). */
+	auto finish = [&](int i, const float(&d)[32], float kcur) {
 		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
 		for (int j = 0; j < 8; j++)
@@ -693,19 +706,48 @@ __global__ void __launch_bounds__(kWgThreads, kRsCtas) scan_rs_kernel(const idx_
 					const float x = d[4 * j + 2 * h + e];
 					p[h][j & 1] = fmaf(wt[2 * j + e], __fadd_rn(x, fabsf(x)), p[h][j & 1]);
 				}
-		/* over the key's 4 lanes, as a reduce-scatter: even lanes keep key g's sum, odd
-		 * lanes key g + 8's; pairs first, then pairs of pairs (the same order of adds
-		 * for every key) */
 		const float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
 		const bool odd = c & 1;
 		float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
 		v += __shfl_xor_sync(0xffffffffu, v, 2);
 		const int key = key0 + i * kstep;
 		if (c < 2 && key < L) {
-			float s = v * kcur;
-			s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
-			scores[key] = s;
-			atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
+			float sc = v * kcur;
+			sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
+			scores[key] = sc;
+			atomicAdd(&sm.hist[idx_bucket_dev(sc)], 1u);
+		}
+	};
+
+	if (ONE) {
+		for (int i = 0; i < n; i++) {
+			refill(i);
+			uint32_t acur[16];
+			float kcur = 0.0f, d[32]; /* d not cleared: k-step 0 runs with scale-d = 0 */
+			read(i, acur, &kcur);
+			mma(d, acur);
+			mma_wait(d, acur);
+			finish(i, d, kcur);
+		}
+	} else {
+		uint32_t a0[16], a1[16];
+		float ks0 = 0.0f, ks1 = 0.0f;
+		read(0, a0, &ks0);
+		/* Tile i: its MMA from acur, while tile i + 1 is read into anext */
+		auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur,
+				float *knext) {
+			float d[32];
+			mma(d, acur);
+			refill(i);
+			if (i + 1 < n)
+				read(i + 1, anext, knext);
+			mma_wait(d, acur);
+			finish(i, d, kcur);
+		};
+		for (int i = 0; i < n; i += 2) {
+			step(i, a0, a1, ks0, &ks1);
+			if (i + 1 < n)
+				step(i + 1, a1, a0, ks1, &ks0);
 		}
 	}
 	flush_hist(a, row, sm.hist);
@@ -731,13 +773,12 @@ template <typename K> static int wg_prepare(K kern, size_t smem)
 		       cudaSuccess;
 }
 
-/* One wave: as many CTAs per request as the GPU holds at once, split over the requests.
- * With a->fused asked for, the tail runs where each CTA holds at most kHold * 128 scores
- * (*fused says whether it does), and the launch is then cooperative: every CTA resident
- * at once, or the launch fails. */
+/* One wave: as many CTAs per request as the GPU holds at once, split over the requests
+ * (*gx a request). With a->fused asked for, the tail runs where each CTA holds at most
+ * kHold * 128 scores (*fuse says whether it does). */
 template <typename K>
-static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-		     cudaStream_t st, int *fused)
+static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
+			    long long *gx_out, int *fuse)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
@@ -745,13 +786,29 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
 	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWgThreads, smem)) !=
 		    cudaSuccess)
-		return (int)e;
+		return e;
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
+	*gx_out = gx;
+	*fuse = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
+	return cudaSuccess;
+}
+
+/* The scan in wg_shape's shape; with the fused tail the launch is cooperative: every CTA
+ * resident at once, or the launch fails (and runs unfused). */
+template <typename K>
+static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
+		     cudaStream_t st, int *fused)
+{
+	long long gx = 1;
+	int fuse = 0;
+	cudaError_t e = wg_shape(kern, smem, a, n_req, max_limit, &gx, &fuse);
+	if (e != cudaSuccess)
+		return (int)e;
 	idx_wg_args w = *a;
-	w.fused = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
+	w.fused = fuse;
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
@@ -786,7 +843,8 @@ extern "C" int idx_wgmma_ready(void)
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
 			major == 9 && minor == 0 &&
 			wg_prepare(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>()) &&
-			wg_prepare(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>());
+			wg_prepare(scan_rs_kernel<kRsStages, false>, smem_of<RsSmem<kRsStages>>()) &&
+			wg_prepare(scan_rs_kernel<kRsStages, true>, smem_of<RsSmem<kRsStages>>());
 		if (!ready)
 			(void)cudaGetLastError(); /* "no kernel image" is not sticky: clear it */
 	}
@@ -800,8 +858,18 @@ extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, vo
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
 	cudaStream_t st = (cudaStream_t)stream;
-	return a->mx ? wg_launch(scan_rs_kernel<kRsStages>, smem_of<RsSmem<kRsStages>>(), a, n_req,
-				 max_limit, st, fused)
-		     : wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(), a, n_req,
+	if (!a->mx)
+		return wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(), a, n_req,
 				 max_limit, st, fused);
+	/* MXFP4: the two-register-set loop where the fused tail runs, else the one-set loop
+	 * (more CTAs an SM; scan_rs_kernel) */
+	const size_t smem = smem_of<RsSmem<kRsStages>>();
+	long long gx = 1;
+	int fuse = 0;
+	const cudaError_t e =
+		wg_shape(scan_rs_kernel<kRsStages, false>, smem, a, n_req, max_limit, &gx, &fuse);
+	if (e != cudaSuccess)
+		return (int)e;
+	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false>, smem, a, n_req, max_limit, st, fused)
+		    : wg_launch(scan_rs_kernel<kRsStages, true>, smem, a, n_req, max_limit, st, fused);
 }
