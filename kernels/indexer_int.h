@@ -133,7 +133,9 @@ int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream,
 STRATA_HD uint32_t idx_prmt(uint32_t lo, uint32_t hi, uint32_t sel)
 {
 #ifdef __CUDA_ARCH__
-	return __byte_perm(lo, hi, sel);
+	uint32_t r; /* opaque to the compiler, which would otherwise mask sel's high half too */
+	asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(sel));
+	return r;
 #else
 	uint64_t v = lo | (uint64_t)hi << 32;
 	uint32_t r = 0;

@@ -52,7 +52,6 @@ constexpr int kFp8Page = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 fp3
 constexpr int kMxKey = 64;                    /* MXFP4 nibble bytes per key */
 constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
 constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
-constexpr int kMxWarpBytes = kWarpKeys * (kMxKey + 4); /* a warp's share: nibbles, scales */
 
 /* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
@@ -71,12 +70,12 @@ template <int S> struct SsSmem {
 	uint32_t hist[IDX_BINS];
 	TailSmem tail;
 };
-/* MXFP4: the query (B), each warp's ring of raw shares (16-byte aligned: bulk copies)
- * and the ring slots' barriers. */
+/* MXFP4: the query (B), a ring of raw pages (16-byte aligned: bulk copies) and the ring
+ * slots' barriers. */
 template <int S> struct RsSmem {
 	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
-	uint8_t ring[4][S][kMxWarpBytes];
-	uint64_t bar[4][S];
+	uint8_t ring[S][kMxPage];
+	uint64_t bar[S];
 	uint32_t hist[IDX_BINS];
 	TailSmem tail;
 };
@@ -530,23 +529,19 @@ __device__ __forceinline__ int rs_dim(int s, int p)
 	return 32 * ((p & 15) >> 2) + 8 * s + 4 * (p >> 4) + (p & 3);
 }
 
-/* Warp `warp`'s 16 keys of a page (their nibbles, then their scales: two contiguous
- * runs) into its ring slot by the bulk-copy engine, completing on the slot's barrier.
- * One lane issues it; the slot's earlier reads (the warp's, two tiles back) are ordered
- * before the engine's writes by the proxy fence. */
-__device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint32_t bar, int warp)
+/* A page (64 keys: their nibbles, then their scales; one contiguous run) into a ring
+ * slot by the bulk-copy engine, completing on the slot's barrier. One thread issues it;
+ * the slot's earlier reads (every warp's, a tile or more back) are ordered before the
+ * engine's writes by the proxy fence. */
+__device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint32_t bar)
 {
 	asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
-		     "n"(kMxWarpBytes)
+		     "n"(kMxPage)
 		     : "memory");
 	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
 		     "%2, [%3];\n" ::"r"(slot),
-		     "l"(page + warp * kWarpKeys * kMxKey), "n"(kWarpKeys * kMxKey), "r"(bar)
-		     : "memory");
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-		     "%2, [%3];\n" ::"r"(slot + kWarpKeys * kMxKey),
-		     "l"(page + kTile * kMxKey + warp * kWarpKeys * 4), "n"(kWarpKeys * 4), "r"(bar)
+		     "l"(page), "n"(kMxPage), "r"(bar)
 		     : "memory");
 }
 
@@ -561,20 +556,20 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 		     : "memory");
 }
 
-/* The A registers of a tile from the warp's ring slot, as e4m3: k-step s uses a[4s ..
+/* The A registers of a tile from its ring slot (the warp's 16 keys: nibbles nib, scale
+ * words scw), as e4m3: k-step s uses a[4s ..
  * 4s + 3] = (key g, k 4c..4c+3), (key g + 8, same k), (key g, k 16 + 4c..), (key g + 8,
  * same k). And the scale of the key this lane scores (key g for c = 0, key g + 8 for c =
  * 1; the other lanes' is unused), halved: the epilogue sums twice the ReLUs. A phase of 8
  * lanes reads keys r, r + 1 (128 bytes): no bank conflicts. csel: prmt selector of
  * scale byte c. */
-__device__ __forceinline__ void rs_read(const uint8_t *slot, int g, int c, uint32_t csel,
-					uint32_t (&a)[16], float *kscale)
+__device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw, int g, int c,
+					uint32_t csel, uint32_t (&a)[16], float *kscale)
 {
-	const uint32_t *scw = reinterpret_cast<const uint32_t *>(slot + kWarpKeys * kMxKey);
 #pragma unroll
 	for (int h = 0; h < 2; h++) { /* key g + 8h */
 		const int r = g + 8 * h;
-		const uint4 w = *reinterpret_cast<const uint4 *>(slot + r * kMxKey + 16 * c);
+		const uint4 w = *reinterpret_cast<const uint4 *>(nib + r * kMxKey + 16 * c);
 		const uint32_t sc = scw[r];
 		const uint32_t m = idx_mx_max_scale(sc);
 		uint32_t lo, hi;
@@ -613,15 +608,20 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		return;
 	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	uint8_t(*ring)[kMxWarpBytes] = sm.ring[warp];
-	const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring[0]);
-	const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&sm.bar[warp][0]);
-	auto slot_of = [&](int t) { return ring0 + (uint32_t)(t & (S - 1)) * kMxWarpBytes; };
+	const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(sm.ring[0]);
+	const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&sm.bar[0]);
+	auto slot_of = [&](int t) { return ring0 + (uint32_t)(t & (S - 1)) * kMxPage; };
 	auto bar_of = [&](int t) { return bar0 + (uint32_t)(t & (S - 1)) * 8u; };
 	auto page_at = [&](int p) { return a.pages + (size_t)p * kMxPage; };
 
-	int pnext = 0; /* lane 0's: the page index of the next tile to copy, read a tile ahead */
-	if (lane == 0) {
+	/* Tiles 0 .. S - 2 are copied by thread 0 up front; tile t >= S - 1 by lane 0 of warp
+	 * t % 4, in step t - S + 1 (the copies' instructions spread over the warps, which
+	 * meet at every MMA). pmine: that lane's next tile's page index, read 4 tiles ahead. */
+	const int t_first = (warp - (S - 1)) & 3; /* this warp's first copy: tile S - 1 + t_first */
+	int pmine = 0;
+	if (lane == 0)
+		pmine = cta.pt_at(S - 1 + t_first);
+	if (tid == 0) {
 #pragma unroll
 		for (int s = 0; s < S; s++)
 			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
@@ -629,10 +629,8 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 #pragma unroll
 		for (int i = 0; i < S - 1; i++)
 			if (i < n)
-				rs_bulk(page_at(cta.pt_at(i)), slot_of(i), bar_of(i), warp);
-		pnext = cta.pt_at(S - 1);
+				rs_bulk(page_at(cta.pt_at(i)), slot_of(i), bar_of(i));
 	}
-	__syncwarp(); /* the barriers initialised, for the other lanes' waits */
 	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
 	   * the keys' dim order; the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
@@ -645,7 +643,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		for (int i = tid; i < IDX_BINS; i += kWgThreads)
 			sm.hist[i] = 0;
 		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
-		__syncthreads();
+		__syncthreads();    /* ... and the barriers initialised, for everyone's waits */
 	}
 	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q));
 	float wt[16]; /* the weights of this lane's heads 8j + 2c + e, at 2j + e */
@@ -659,19 +657,24 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	const int key0 = cta.x * kTile + kWarpKeys * warp + g + 8 * c, kstep = cta.G * kTile;
 	float *scores = a.scores + (size_t)row * a.sstride;
 
-	/* tile i + S - 1 into tile i - 1's slot: the warp read that at least a step ago, and
-	 * its values fed an MMA waited for since */
+	/* tile i + S - 1 into tile i - 1's slot: every warp read that at least a step ago, and
+	 * its values fed an MMA that this warp has waited for since (so every warp had
+	 * issued it) */
 	auto refill = [&](int i) {
 		const int t = i + S - 1;
-		if (lane == 0) {
+		if (lane == 0 && (t & 3) == warp) {
 			if (t < n)
-				rs_bulk(page_at(pnext), slot_of(t), bar_of(t), warp);
-			pnext = cta.pt_at(t + 1);
+				rs_bulk(page_at(pmine), slot_of(t), bar_of(t));
+			pmine = cta.pt_at(t + 4);
 		}
 	};
+	const uint8_t *nib0 = sm.ring[0] + warp * kWarpKeys * kMxKey;
+	const uint32_t *scw0 =
+		reinterpret_cast<const uint32_t *>(sm.ring[0] + kTile * kMxKey + warp * kWarpKeys * 4);
 	auto read = [&](int i, uint32_t(&dst)[16], float *ks) {
 		mbar_wait(bar_of(i), (uint32_t)(i / S) & 1u);
-		rs_read(ring[i & (S - 1)], g, c, csel, dst, ks);
+		const int sl = i & (S - 1);
+		rs_read(nib0 + sl * kMxPage, scw0 + sl * (kMxPage / 4), g, c, csel, dst, ks);
 	};
 	auto mma = [&](float(&d)[32], uint32_t(&acur)[16]) {
 		reg_fence(d);
