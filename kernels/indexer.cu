@@ -765,28 +765,15 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		 * (selected count low, candidates high), not one per warp and score. */
 		unsigned long long *cnt64 =
 			reinterpret_cast<unsigned long long *>(a.count + (size_t)row * IDX_CNT);
-		/* A score below thr cannot reach bucket b*: idx_bucket_dev rounds to fp16
-		 * (monotone) and thr is the fp16 value just below b*'s range (skipping -0,
-		 * which the bucket map folds into +0; NaN or -inf for the lowest buckets, where
-		 * every score goes on). Nearly every warp's 32 scores lie below it (b* holds
-		 * the k-th largest of the row), and skip the bucket arithmetic: the filter's
-		 * cost is per score (~16 K an SM at batch 8). */
-		const uint32_t o_thr = (bstar << 5) - 1u;
-		const float thr =
-			bstar == 0u ? -INFINITY : idx_ord16_value(o_thr == 0x7fffu ? 0x7ffeu : o_thr);
 		for (;;) {
 			unsigned ms[kFPer], mc[kFPer];
 			uint32_t ns = 0, nc = 0;
 #pragma unroll
 			for (int u = 0; u < kFPer; u++) {
 				const int j = start + u * kFThreads + tid;
-				const bool live = j < L && !(s[u] < thr);
-				ms[u] = mc[u] = 0u;
-				if (__any_sync(0xffffffffu, live)) {
-					const uint32_t b = live ? idx_bucket_dev(s[u]) : 0u;
-					ms[u] = __ballot_sync(0xffffffffu, live && b > bstar);
-					mc[u] = __ballot_sync(0xffffffffu, live && b == bstar);
-				}
+				const uint32_t b = j < L ? idx_bucket_dev(s[u]) : 0u;
+				ms[u] = __ballot_sync(0xffffffffu, j < L && b > bstar);
+				mc[u] = __ballot_sync(0xffffffffu, j < L && b == bstar);
 				ns += (uint32_t)__popc(ms[u]);
 				nc += (uint32_t)__popc(mc[u]);
 			}
