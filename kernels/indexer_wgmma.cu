@@ -18,16 +18,20 @@
 //
 // MXFP4 keys (scan_rs_kernel): the keys are A, in registers, converted to e4m3 there
 // (indexer_int.h idx_mx_*: exact for group scales within 14 octaves of the key's
-// largest). Warp w owns keys 16w .. 16w + 15 of a tile; lane (g, c) (g = lane / 4, c =
-// lane % 4) holds scale group c (dims 32c .. 32c + 31) of keys 16w + g and 16w + g + 8.
-// The query is B, staged once with its dims permuted as the keys' sit in the A
-// registers (a dot product does not care about the order of its terms). Each warp copies
-// its own 16 keys of a tile (cp.async, a ring per warp) and waits only for its own
-// copies: no CTA-wide barrier in the tile loop, and the next tile is converted while
-// this one's MMA runs. Epilogue: lane (g, c) sums ReLU times the head weights over its
-// heads 8j + 2c + e of both keys in a fixed order (two chains, then one add), then over
-// the key's 4 lanes (two butterfly shuffles: every lane ends with the same bits), times
-// the key's scale.
+// largest; nine instructions for eight codes). Warp w owns keys 16w .. 16w + 15 of a
+// tile; lane (g, c) (g = lane / 4, c = lane % 4) holds scale group c (dims 32c .. 32c +
+// 31) of keys 16w + g and 16w + g + 8. The query is B, staged once with its dims permuted
+// as the keys' sit in the A registers (a dot product does not care about the order of its
+// terms). Each raw page (4352 bytes) comes into a ring of S pages by one bulk copy
+// (cp.async.bulk, completing on the slot's mbarrier), issued by the warps in turn; every
+// thread waits on the slot's barrier, and the MMA's completion (which needs every warp's
+// A registers, so every warp's reads of the slot) frees the slot for a later copy: no
+// CTA-wide barrier in the tile loop. Epilogue: lane (g, c) sums twice the ReLU (x + |x|,
+// on the FMA pipe) times the head weights over its heads 8j + 2c + e of both keys in a
+// fixed order (two chains, then one add), then over the key's 4 lanes by a
+// reduce-scatter (two shuffles), times half the key's scale. Two forms of the tile loop
+// (scan_rs_kernel): the next tile converted while this one's MMA runs (the fused tail's
+// one-row launches), or one set of A registers and 6 CTAs an SM (batches).
 //
 // In both, every key's score has the same shape wherever it sits, so equal keys get
 // equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
@@ -583,17 +587,21 @@ __device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw,
 	}
 }
 
-/* Each warp keeps S - 1 of its shares in flight ahead of the one being scored: a ring of
- * S slots, filled by bulk copies (one lane's few instructions a tile, in place of ~40 of
- * per-lane 16-byte copies). Two forms of the tile loop (H200, 1M keys, bench/results/
- * 2026-11-30-h200-s14):
+/* S - 1 pages in flight ahead of the one being scored: a ring of S slots, each page one
+ * bulk copy (a few instructions of one lane a tile, taken by the warps in turn; per-lane
+ * 16-byte copies took ~85 of a warp's ~380 a tile). Two forms of the tile loop, measured
+ * on an H200 at 1M keys (bench/results/2026-11-30-h200-s14, alternated with the same
+ * run's other side):
  *  - ONE = false: tile i + 1 is read and converted into a second set of A registers while
- *    tile i's MMA runs (123 registers, 4 CTAs an SM). Where the scan runs the fused tail
- *    (one row, each CTA 8 tiles at most), whose CTAs each score a few tiles in turn.
+ *    tile i's MMA runs (116 registers, 4 CTAs an SM). Where the scan runs the fused tail
+ *    (one row, each CTA 8 tiles at most), whose CTAs each score a few tiles in turn: one
+ *    row 23.2 us a call against 25.2 - 25.3 before this session.
  *  - ONE = true: one set of A registers, the MMA waited for before the next conversion;
  *    other CTAs' warps fill its latency, and the registers saved fit kRsOneCtas CTAs an
- *    SM (80 registers). At batch 8: 105.3 - 106.0 us a call against 109.1 - 111.2; at
- *    batch 1 (fused): 26.8 us against 25.3 - 25.4. */
+ *    SM (80 registers). Batch 8: 92.0 - 92.5 us a call against 110.5 - 110.7 before this
+ *    session. (Run 3, still with per-warp copies: 6 CTAs an SM 105.3 - 106.0 us, 5 CTAs
+ *    109.1 - 109.7, the old kernel 110.8 - 111.2; at one row this loop lost, 26.8 us
+ *    against 25.3 - 25.4, hence the other form there.) */
 constexpr int kRsOneCtas = 6;
 
 template <int S, bool ONE>
@@ -763,8 +771,8 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 
 /* The rings' depths. FP8: 2 tiles (one in flight while one is scored; H200, 1M keys,
  * cold L2: 24.4 us one row, 0.62 / 0.71 of the roofline at batch 8 / 32; 4 tiles 25.2
- * us, 0.58 / 0.65: fewer CTAs fit). MXFP4: 4 per warp (three shares in flight beyond the
- * one being scored; a power of two keeps the slot arithmetic cheap). */
+ * us, 0.58 / 0.65: fewer CTAs fit). MXFP4: 4 pages (three in flight beyond the one
+ * being scored; a power of two keeps the slot arithmetic cheap). */
 constexpr int kSsStages = 2;
 constexpr int kRsStages = 4;
 
