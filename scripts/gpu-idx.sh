@@ -21,6 +21,8 @@
 #                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
 #                    rounds alternating the tree (M) and each REV over 1M batch 1 / 8 of both
 #                    formats (CTX: other contexts), one line a point: graph us and eff
+#   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
+#                    here with them (this machine has nvcc and ptxas only)
 set -u
 mode=${1:-}
 shift || true
@@ -114,8 +116,13 @@ abq)
 		done
 	done
 	;;
+tools)
+	for t in cuobjdump nvdisasm; do
+		gzip -c "/usr/local/cuda/bin/$t" >"$OUT/$t.gz"
+	done
+	;;
 *)
-	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV..." >&2
+	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV...|tools" >&2
 	exit 2
 	;;
 esac
