@@ -561,12 +561,11 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 }
 
 /* The A registers of a tile from its ring slot (the warp's 16 keys: nibbles nib, scale
- * words scw), as e4m3: k-step s uses a[4s ..
- * 4s + 3] = (key g, k 4c..4c+3), (key g + 8, same k), (key g, k 16 + 4c..), (key g + 8,
- * same k). And the scale of the key this lane scores (key g for c = 0, key g + 8 for c =
- * 1; the other lanes' is unused), halved: the epilogue sums twice the ReLUs. A phase of 8
- * lanes reads keys r, r + 1 (128 bytes): no bank conflicts. csel: prmt selector of
- * scale byte c. */
+ * words scw), as e4m3: k-step s uses a[4s .. 4s + 3] = (key g, k 4c..4c+3), (key g + 8,
+ * same k), (key g, k 16 + 4c..), (key g + 8, same k). And the scale of the key this lane
+ * scores (key g for c = 0, key g + 8 for c = 1; the other lanes' is unused), halved: the
+ * epilogue sums twice the ReLUs. A phase of 8 lanes reads keys r, r + 1 (128 bytes): no
+ * bank conflicts. csel: prmt selector of scale byte c. */
 __device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw, int g, int c,
 					uint32_t csel, uint32_t (&a)[16], float *kscale)
 {
