@@ -290,11 +290,12 @@ STRATA_HD uint32_t idx_bucket(float s)
  * between them as between any equal scores. */
 __device__ __forceinline__ uint32_t idx_bucket_dev(float s)
 {
-	unsigned short u = __half_as_ushort(__float2half_rn(s));
-	if (!(u & 0x7fffu))
-		u = 0;
-	u = (u & 0x8000u) ? (unsigned short)~u : (unsigned short)(u | 0x8000u);
-	return (uint32_t)u >> 5;
+	/* + 0 turns -0 into +0 (round to nearest); then the ordered map as one xor: a
+	 * negative's 16 bits all flip (~u), a positive's sign bit only (u | 0x8000) */
+	const uint32_t u = __half_as_ushort(__hadd(__float2half_rn(s), __ushort_as_half(0)));
+	uint32_t neg; /* 0xffff for a negative u, else 0 (prmt's sign-replicate mode) */
+	asm("prmt.b32 %0, %1, 0, 0x4499;" : "=r"(neg) : "r"(u));
+	return (u ^ (neg | 0x8000u)) >> 5;
 }
 
 /* Sums v over the 8 lanes of a warp that share lane % 4 (g = lane / 4 = lane bits 4, 3,

@@ -661,8 +661,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
 	const uint32_t csel = 0x4440u + (uint32_t)c; /* scale byte c, zero-extended */
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its score slot, tile by tile */
-	const int key0 = cta.x * kTile + kWarpKeys * warp + g + 8 * c, kstep = cta.G * kTile;
-	float *scores = a.scores + (size_t)row * a.sstride;
+	const int kstep = cta.G * kTile;
+	int key = cta.x * kTile + kWarpKeys * warp + g + 8 * c; /* tile by tile, as finish runs */
+	float *sp = a.scores + (size_t)row * a.sstride + key;
 
 	/* tile i + S - 1 into tile i - 1's slot: every warp read that at least a step ago, and
 	 * its values fed an MMA that this warp has waited for since (so every warp had
@@ -705,7 +706,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	 * the dependent chain), then one add; then over the key's 4 lanes, as a
 	 * reduce-scatter: even lanes keep key g's sum, odd lanes key g + 8's, pairs first,
 	 * then pairs of pairs (the same order of adds for every key). */
-	auto finish = [&](int i, const float(&d)[32], float kcur) {
+	auto finish = [&](const float(&d)[32], float kcur) {
 		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
 		for (int j = 0; j < 8; j++)
@@ -720,13 +721,14 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		const bool odd = c & 1;
 		float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
 		v += __shfl_xor_sync(0xffffffffu, v, 2);
-		const int key = key0 + i * kstep;
 		if (c < 2 && key < L) {
 			float sc = v * kcur;
 			sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
-			scores[key] = sc;
+			*sp = sc;
 			atomicAdd(&sm.hist[idx_bucket_dev(sc)], 1u);
 		}
+		key += kstep;
+		sp += kstep;
 	};
 
 	if (ONE) {
@@ -737,7 +739,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 			read(i, acur, &kcur);
 			mma(d, acur);
 			mma_wait(d, acur);
-			finish(i, d, kcur);
+			finish(d, kcur);
 		}
 	} else {
 		uint32_t a0[16], a1[16];
@@ -752,7 +754,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 			if (i + 1 < n)
 				read(i + 1, anext, knext);
 			mma_wait(d, acur);
-			finish(i, d, kcur);
+			finish(d, kcur);
 		};
 		for (int i = 0; i < n; i += 2) {
 			step(i, a0, a1, ks0, &ks1);
