@@ -544,6 +544,7 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 constexpr int kFThreads = 512;
 constexpr int kFPer = 4;                     /* scores per filter thread */
 constexpr int kFChunk = kFThreads * kFPer;   /* scores per filter CTA */
+constexpr int kFRound = 4;                   /* chunks a filter CTA places at once */
 constexpr int kCC = 2048;                    /* bin (b*, b2*) keys resolved in shared memory */
 constexpr int kRankMax = 64;                 /* up to this many of them: select by rank */
 static_assert(kCC * 8 <= IDX_BINS2 * 4, "cc shares the bin-2 histogram's space");
@@ -702,7 +703,7 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 #include "kernels/indexer_stage_int.h" /* stage_role */
 
 /* grid (sx + fx, n_rows) (filter_shape). Filter CTA x walks score chunks x, x + fx, ...
- * of kFChunk. Appends ids with bucket > b* to the row's
+ * of kFChunk, kFRound at a time. Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
  * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row and
  * clears its counters, and CTA 0 of rows with limit <= k writes them; else
@@ -739,10 +740,20 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	if (bx * kFChunk >= L)
 		return; /* block-uniform */
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	/* the first chunk's scores do not depend on the cut: in flight while it is found */
+	/* A round is up to kFRound of this CTA's chunks (x, x + fx, ...): their scores held
+	 * in registers, their places in the row's lists taken at once (one chain of shared
+	 * and global atomics a round, not a chunk: at batch 8 a CTA has ~4 chunks, and each
+	 * chain cost ~1.2 us). The first round's scores do not depend on the cut: in flight
+	 * while it is found. */
+	const int step = a.fx * kFChunk;
 	int start = bx * kFChunk;
-	float s[kFPer];
-	load_chunk(sc, start, L, s);
+	float s[kFRound][kFPer];
+	auto load_round = [&](int at) {
+#pragma unroll
+		for (int r = 0; r < kFRound; r++)
+			load_chunk(sc, at + r * step, L, s[r]);
+	};
+	load_round(start);
 	uint32_t bstar, above1;
 	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
 	if (tid == 0)
@@ -760,27 +771,38 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		__syncthreads();
 		const int lane = tid & 31;
 		const unsigned lt = (1u << lane) - 1u;
-		/* chunks x, x + fx, ... (large batches: fewer CTAs, one cut and flush each).
-		 * Places in the row's lists: one 64-bit atomic per chunk for the whole CTA
-		 * (selected count low, candidates high), not one per warp and score. */
+		/* Places in the row's lists: one 64-bit atomic a round for the whole CTA
+		 * (selected count low, candidates high), one shared atomic a warp and list. The
+		 * lists' order does not matter (the select sorts the k ids). */
 		unsigned long long *cnt64 =
 			reinterpret_cast<unsigned long long *>(a.count + (size_t)row * IDX_CNT);
+		auto id_at = [&](int r, int u) { return start + r * step + u * kFThreads + tid; };
+		/* A score below thr cannot reach bucket b*: idx_bucket_dev rounds to fp16
+		 * (monotone) and thr is the fp16 value just below b*'s range (skipping -0,
+		 * which the bucket map folds into +0; NaN or -inf for the lowest buckets, where
+		 * every score goes on). Nearly every warp's 32 scores of a slot lie below it
+		 * (b* holds the k-th largest of the row): those skip the bucket arithmetic and
+		 * the writes. live: the warp's slots (r, u) with a score at or above thr. */
+		const uint32_t o_thr = (bstar << 5) - 1u;
+		const float thr =
+			bstar == 0u ? -INFINITY : idx_ord16_value(o_thr == 0x7fffu ? 0x7ffeu : o_thr);
+		auto at_or_above = [&](int r, int u) {
+			return id_at(r, u) < L && !(s[r][u] < thr);
+		};
 		for (;;) {
-			unsigned ms[kFPer], mc[kFPer];
-			uint32_t ns = 0, nc = 0;
+			uint32_t ns = 0, nc = 0, live = 0;
 #pragma unroll
-			for (int u = 0; u < kFPer; u++) {
-				const int j = start + u * kFThreads + tid;
-				const uint32_t b = j < L ? idx_bucket_dev(s[u]) : 0u;
-				ms[u] = __ballot_sync(0xffffffffu, j < L && b > bstar);
-				mc[u] = __ballot_sync(0xffffffffu, j < L && b == bstar);
-				ns += (uint32_t)__popc(ms[u]);
-				nc += (uint32_t)__popc(mc[u]);
-			}
-			/* the next chunk's scores, in flight while this one's places are taken */
-			const int nstart = start + a.fx * kFChunk;
-			float sn[kFPer];
-			load_chunk(sc, nstart, L, sn);
+			for (int r = 0; r < kFRound; r++)
+#pragma unroll
+				for (int u = 0; u < kFPer; u++) {
+					const bool in = at_or_above(r, u);
+					if (!__any_sync(0xffffffffu, in))
+						continue;
+					live |= 1u << (r * kFPer + u);
+					const uint32_t b = in ? idx_bucket_dev(s[r][u]) : 0u;
+					ns += (uint32_t)__popc(__ballot_sync(0xffffffffu, in && b > bstar));
+					nc += (uint32_t)__popc(__ballot_sync(0xffffffffu, in && b == bstar));
+				}
 			uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
 			if (lane == 0 && ns)
 				ws = atomicAdd(&sm.n_t, ns);
@@ -792,36 +814,43 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				const unsigned long long at = both ? atomicAdd(cnt64, both) : 0ull;
 				sm.g_sel = (uint32_t)at;
 				sm.g_cand = (uint32_t)(at >> 32);
-				sm.n_t = 0, sm.n_c = 0; /* every warp has added: ready for the next chunk */
+				sm.n_t = 0, sm.n_c = 0; /* every warp has added: ready for the next round */
 			}
 			__syncthreads();
 			uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0);
 			uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0);
 #pragma unroll
-			for (int u = 0; u < kFPer; u++) {
-				const int j = start + u * kFThreads + tid;
-				if (ms[u] >> lane & 1) {
-					const uint32_t idx = bs + (uint32_t)__popc(ms[u] & lt);
-					if (idx < (uint32_t)k)
-						a.sel[(size_t)row * k + idx] = idx_key64(s[u], j);
+			for (int r = 0; r < kFRound; r++)
+#pragma unroll
+				for (int u = 0; u < kFPer; u++) {
+					if (!(live >> (r * kFPer + u) & 1u)) /* warp-uniform */
+						continue;
+					const int j = id_at(r, u);
+					const bool in = at_or_above(r, u);
+					const uint32_t b = in ? idx_bucket_dev(s[r][u]) : 0u;
+					const unsigned ms = __ballot_sync(0xffffffffu, in && b > bstar);
+					const unsigned mc = __ballot_sync(0xffffffffu, in && b == bstar);
+					if (ms >> lane & 1) {
+						const uint32_t idx = bs + (uint32_t)__popc(ms & lt);
+						if (idx < (uint32_t)k)
+							a.sel[(size_t)row * k + idx] = idx_key64(s[r][u], j);
+					}
+					if (mc >> lane & 1) {
+						const uint32_t o = idx_ord32(s[r][u]);
+						agg_inc(&sm.u.h2[idx_sub_of(o, base, shift)], true);
+						const uint32_t idx = bc + (uint32_t)__popc(mc & lt);
+						if (idx < a.cap)
+							a.cand[(size_t)row * a.cap + idx] =
+								((unsigned long long)o << 32) |
+								(unsigned long long)(0xffffffffu - (uint32_t)j);
+					}
+					bs += (uint32_t)__popc(ms);
+					bc += (uint32_t)__popc(mc);
 				}
-				if (mc[u] >> lane & 1) {
-					const uint32_t o = idx_ord32(s[u]);
-					agg_inc(&sm.u.h2[idx_sub_of(o, base, shift)], true);
-					const uint32_t idx = bc + (uint32_t)__popc(mc[u] & lt);
-					if (idx < a.cap)
-						a.cand[(size_t)row * a.cap + idx] = ((unsigned long long)o << 32) |
-							(unsigned long long)(0xffffffffu - (uint32_t)j);
-				}
-				bs += (uint32_t)__popc(ms[u]);
-				bc += (uint32_t)__popc(mc[u]);
-			}
-			start = nstart;
+			start += kFRound * step;
 			if (start >= L)
 				break;
-#pragma unroll
-			for (int u = 0; u < kFPer; u++)
-				s[u] = sn[u];
+			load_round(start);
 		}
 		__syncthreads();
 		if (tid == 0)
