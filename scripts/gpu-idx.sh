@@ -20,7 +20,9 @@
 #   abq REV...       quick's build, tests and timelines, then each REV's CLI (after
 #                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
 #                    rounds alternating the tree (M) and each REV over 1M batch 1 / 8 of both
-#                    formats (CTX: other contexts), one line a point: graph us and eff
+#                    formats (CTX: other contexts), one line a point: graph us and eff;
+#                    ROUNDS: rounds (3); TRB8=1: batch-8 timelines of every binary (tr_b8_all.txt); CHECK=1:
+#                    --check of the tree at batch 1 and 8
 #   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
 #                    here with them (this machine has nvcc and ptxas only)
 set -u
@@ -109,12 +111,27 @@ abq)
 	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	wait
 	first_look
-	for i in 1 2 3; do
+	for i in $(seq "${ROUNDS:-3}"); do
 		points $B M "$i"
 		for v in "$@"; do
 			points "build-alt/b$v/strata" "$v" "$i"
 		done
 	done
+	if [ -n "${TRB8-}" ]; then # batch-8 timelines of every binary, one file
+		for v in M "$@"; do
+			b=build-alt/b$v/strata
+			[ "$v" = M ] && b=$B
+			for f in fp8 mxfp4; do
+				STRATA_IDX_TRACE=1 timeout 60 $b bench indexer --ctx 1M --batch 8 --rows 1 \
+					--fmt $f --q8 --wgmma --reps 4 2>&1 | grep idx-trace | sed "s/^/$v $f /"
+			done
+		done >"$OUT/tr_b8_all.txt"
+	fi
+	if [ -n "${CHECK-}" ]; then # the tree's results against the CPU twin
+		timeout 150 $B bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 \
+			--q8 --wgmma >"$OUT/check.txt" 2>&1
+		echo "check rc=$?" | tee -a "$OUT/check.txt"
+	fi
 	;;
 tools)
 	for t in cuobjdump nvdisasm; do
