@@ -111,21 +111,26 @@ abq)
 	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	wait
 	first_look
+	tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls build*.log tr_*.txt ctest.txt 2>/dev/null) &&
+		(cd "$OUT" && rm -f build*.log tr_fp8.txt tr_mxfp4.txt)
 	for i in $(seq "${ROUNDS:-3}"); do
 		points $B M "$i"
 		for v in "$@"; do
 			points "build-alt/b$v/strata" "$v" "$i"
 		done
 	done
-	if [ -n "${TRB8-}" ]; then # batch-8 timelines of every binary, one file
+	if [ -n "${TRB8-}" ]; then # batch-1 and batch-8 timelines of every binary, one file
 		for v in M "$@"; do
 			b=build-alt/b$v/strata
 			[ "$v" = M ] && b=$B
 			for f in fp8 mxfp4; do
-				STRATA_IDX_TRACE=1 timeout 60 $b bench indexer --ctx 1M --batch 8 --rows 1 \
-					--fmt $f --q8 --wgmma --reps 4 2>&1 | grep idx-trace | sed "s/^/$v $f /"
+				for n in 1 8; do
+					STRATA_IDX_TRACE=1 timeout 60 $b bench indexer --ctx 1M --batch $n \
+						--rows 1 --fmt $f --q8 --wgmma --reps 4 2>&1 |
+						grep idx-trace | sed "s/^/$v $f b$n /"
+				done
 			done
-		done >"$OUT/tr_b8_all.txt"
+		done >"$OUT/tr_all.txt"
 	fi
 	if [ -n "${CHECK-}" ]; then # the tree's results against the CPU twin
 		timeout 150 $B bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 \
