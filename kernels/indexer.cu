@@ -80,9 +80,6 @@ struct Args {
 	/* strata_indexer_params.stage: sx staging CTAs per row (0: none), then fx
 	 * filter CTAs */
 	int fx, sx;
-	/* the select polls its row's filed count (a fused scan's cnt[6] up to cnt[7]) instead of
-	 * waiting for the scan's grid to complete */
-	int poll;
 	strata_attn_prestage_params st;
 	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
 };
@@ -901,25 +898,8 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 	__shared__ SelSmem sm;
 	if (threadIdx.x == 0)
 		idx_trace(a.trace, IDX_T_SELIN); /* resident: how early a rehearsal could start */
-	const int row = (int)blockIdx.x;
-	if (!a.poll) {
-		idx_pdl_wait();
-	} else if (row_lim(a, row) > a.topk) { /* the row was scored: wait for its filing */
-		if (threadIdx.x == 0) {
-			const uint32_t *c = a.count + (size_t)row * IDX_CNT;
-			for (;;) {
-				uint32_t want, done;
-				asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(want) : "l"(c + 7) : "memory");
-				asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(done) : "l"(c + 6) : "memory");
-				if (want && done == want)
-					break;
-			}
-		}
-		__syncthreads();
-	}
-	select_row(a, row, -1, false, 0, 0, sm, tmp);
-	if (a.poll)
-		idx_pdl_wait(); /* the scan's grid complete before this one is */
+	idx_pdl_wait();
+	select_row(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
 }
 
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */
@@ -1227,7 +1207,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
 	if (fused) {
-		a.poll = 1;
 		if (!launch(select_kernel, dim3((unsigned)p->n_rows), !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: select launch");
 			return err ? err : STRATA_E_CUDA;

@@ -251,6 +251,15 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
  * arrivals queued on one line. */
 constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
+/* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
+ * writes, and acquire of the earlier arrivals'); returns the count before it. */
+__device__ __forceinline__ uint32_t arrive(uint32_t *ctr)
+{
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(ctr) : "memory");
+	return old;
+}
+
 __device__ __forceinline__ uint32_t ld_relaxed(const uint32_t *p)
 {
 	uint32_t v;
@@ -389,20 +398,8 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	const int bs = ts.bin;
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FCUT);
-	/* the CTA's lists and bins filed (a release), for the select's poll: cnt[6] counts
-	 * them, cnt[7] holds how many there are (written by the last CTA first) */
-	auto filed = [&]() {
-		__syncthreads();
-		if (tid == 0) {
-			if (ts.last)
-				*reinterpret_cast<volatile uint32_t *>(cnt + 7) = want;
-			red_release(cnt + 6);
-		}
-	};
-	if (bs < 0) { /* cannot happen (L > k scores counted); the select finds none either */
-		filed();
-		return;
-	}
+	if (bs < 0)
+		return; /* cannot happen (L > k scores counted); the select finds none either */
 	if (ts.last && tid == 0 && a.cut_out) /* top-k is far from done: early staging may start */
 		*reinterpret_cast<volatile unsigned long long *>(a.cut_out + row) =
 			a.cut_epoch << 12 | (unsigned long long)bs;
@@ -456,7 +453,6 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		as += (uint32_t)__popc(ms[u]);
 		ac += (uint32_t)__popc(mc[u]);
 	}
-	filed();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
