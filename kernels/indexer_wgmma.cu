@@ -267,19 +267,6 @@ __device__ __forceinline__ uint32_t ld_relaxed(const uint32_t *p)
 	return v;
 }
 
-__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-	return v;
-}
-
-/* A CTA's release add of one (its thread 0, after a barrier), not waited for. */
-__device__ __forceinline__ void red_release(uint32_t *ctr)
-{
-	asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(ctr) : "memory");
-}
-
 /* Exclusive prefix sum of v over the CTA's 128 threads in thread order; ends with a
  * barrier, so wsum is free again only after the caller's next one. */
 __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4])
@@ -302,8 +289,7 @@ __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4]
 	return off + incl - v;
 }
 
-__device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts,
-			  const uint32_t *hs)
+__device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
 {
 	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
 	const uint32_t k = (uint32_t)a.topk;
@@ -311,59 +297,34 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
 	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
-	idx_pdl_trigger(); /* the select kernel may come resident as CTAs leave */
-	__syncthreads();   /* the CTA's histogram and scores written */
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SCAN1);
-	/* its own scores, in flight across the row's barrier */
+	/* its own scores (written before the flush's barrier), in flight across the grid's */
 	float s[kHold];
 #pragma unroll
 	for (int u = 0; u < kHold; u++) {
 		const int e = tid + u * kWgThreads, j = key_of(e);
 		s[u] = e < mine && j < L ? sc[j] : 0.0f;
 	}
-	/* The row's barrier. A CTA takes its place first (cnt[2]); every CTA but the last
-	 * then adds its histogram to the row's and says so (cnt[5], a release); the last
-	 * waits for those, reads the row's histogram plus its own (never flushed: its flush
-	 * and the release that would follow it are off the critical path), finds b* and
-	 * hands it to every other CTA of the row in that CTA's own flag word (one poller per
-	 * word: no line is polled by the whole grid while the arrivals land on it). */
+	if (tid == 0)
+		ts.bin = -1;
+	__syncthreads(); /* every thread's histogram adds issued */
+	/* The row's barrier: the last CTA to arrive finds b* and hands it to every other
+	 * CTA of the row in that CTA's own flag word (one poller per word: no line is
+	 * polled by the whole grid while the arrivals land on it). */
 	const int tiles = (L + kTile - 1) / kTile;
 	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
 	uint32_t *flag = a.flag + (size_t)row * IDX_FLAGS;
-	if (tid == 0) {
-		ts.bin = -1;
-		ts.last = atomicAdd(cnt + 2, 1u) == want - 1;
-	}
+	if (tid == 0)
+		ts.last = arrive(cnt + 2) == want - 1;
 	__syncthreads();
-	if (!ts.last) { /* block-uniform */
-		uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
-		for (int i = tid; i < IDX_BINS; i += kWgThreads) {
-			const uint32_t v = hs[i];
-			if (v)
-				atomicAdd(&gh[i], v);
-		}
-		idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
-		__syncthreads();
-		if (tid == 0)
-			red_release(cnt + 5);
-	}
-	wait_groups<0>(); /* the trailing empty groups */
 	if (ts.last) { /* block-uniform */
-		if (tid == 0)
-			while (ld_acquire(cnt + 5) != want - 1)
-				;
-		__syncthreads();
 		const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
 		uint32_t h[IDX_BINS / kWgThreads], sum = 0;
 		const uint4 *h4 = reinterpret_cast<const uint4 *>(
 			a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads));
-		const uint4 *m4 = reinterpret_cast<const uint4 *>(hs + grp * (IDX_BINS / kWgThreads));
 #pragma unroll
 		for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
-			const uint4 v = __ldcg(h4 + b), m = m4[b];
-			h[4 * b] = v.x + m.x, h[4 * b + 1] = v.y + m.y;
-			h[4 * b + 2] = v.z + m.z, h[4 * b + 3] = v.w + m.w;
+			const uint4 v = __ldcg(h4 + b);
+			h[4 * b] = v.x, h[4 * b + 1] = v.y, h[4 * b + 2] = v.z, h[4 * b + 3] = v.w;
 		}
 #pragma unroll
 		for (int b = 0; b < IDX_BINS / kWgThreads; b++)
@@ -569,10 +530,9 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		}
 		/* no barrier here: the next tile's first one frees this slot and red */
 	}
+	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		scan_tail(a, cta, sm.tail, sm.hist);
-	else
-		flush_hist(a, row, sm.hist);
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
@@ -815,10 +775,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 				step(i + 1, a1, a0, ks1, &ks0);
 		}
 	}
+	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		scan_tail(a, cta, sm.tail, sm.hist);
-	else
-		flush_hist(a, row, sm.hist);
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
