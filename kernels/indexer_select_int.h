@@ -158,51 +158,6 @@ __device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
 					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1);
 __device__ void clear_row(const Args &a, int row);
 
-/* Up to this many candidates (bucket b*'s keys; the usual case holds a few hundred):
- * direct_rank, not the second-level cut. */
-constexpr int kDirect = 512;
-static_assert(kDirect <= kFThreads && kDirect <= kCC, "a candidate a thread, in sm.u.cc");
-
-/* The need = k - above1 largest of the nc (<= kDirect) candidates, each placed at sm.ids
- * [above1 + its rank among them] (keys are unique, so ranks are too; every candidate is
- * taken, in list order, when need >= nc). Thread t holds candidate t in key (the first
- * of its list reads). The rank of a candidate is summed over P lanes of one warp, each
- * counting a stride of the others (P = 4 for up to 128 candidates, 2 for up to 256):
- * all 16 warps share the nc^2 comparisons. Clears the row's counters. Ends with a
- * barrier. */
-__device__ void direct_rank(const Args &a, int row, unsigned long long key, uint32_t nc,
-			    uint32_t above1, SelSmem &sm)
-{
-	const int tid = threadIdx.x;
-	const uint32_t need = (uint32_t)a.topk - above1;
-	unsigned long long *cc = sm.u.cc;
-	if ((uint32_t)tid < nc)
-		cc[tid] = key;
-	__syncthreads(); /* cc written; sm.ids' fill done */
-	clear_row(a, row); /* every counter this call reads is read */
-	if (need >= nc) { /* all of them */
-		if ((uint32_t)tid < nc)
-			sm.ids[above1 + tid] = id_of(key), sm.sc[above1 + tid] = score_of(key);
-		__syncthreads();
-		return;
-	}
-	const int lp = nc <= 128 ? 2 : nc <= 256 ? 1 : 0; /* log2 P */
-	const uint32_t c = (uint32_t)tid >> lp, part = (uint32_t)tid & ((1u << lp) - 1u);
-	const unsigned long long mine = c < nc ? cc[c] : 0ull;
-	uint32_t rank = 0;
-	if (c < nc)
-		for (uint32_t j = part; j < nc; j += 1u << lp)
-			rank += cc[j] > mine;
-	/* the P lanes of a candidate are adjacent in one warp (tid = c P + part) */
-	if (lp >= 1)
-		rank += __shfl_xor_sync(0xffffffffu, rank, 1);
-	if (lp >= 2)
-		rank += __shfl_xor_sync(0xffffffffu, rank, 2);
-	if (c < nc && part == 0 && rank < need)
-		sm.ids[above1 + rank] = id_of(mine), sm.sc[above1 + rank] = score_of(mine);
-	__syncthreads();
-}
-
 /* Selects row `row` (limit L > k; L < 0: read here, with the lists, and a row with L <=
  * k written 0 .. L-1) and writes the ids in ascending order, with their first-level cut
  * (b*, above1) given (cut true) or found here (a fused scan's count slots, else the
@@ -271,17 +226,6 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	if (tid == 0) {
 		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
 		idx_trace(a.trace, IDX_T_SELLD);
-	}
-	if (nc >= 1 && nc <= (uint32_t)kDirect && nc <= pre && above1 < (uint32_t)k) { /* block-uniform */
-		direct_rank(a, row, ck[0], nc, above1, sm);
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SORT0);
-		sort_emit(a, row, L, sm, tmp);
-		if (tid == 0) {
-			idx_trace(a.trace, IDX_T_SORT1);
-			idx_trace(a.trace, IDX_T_END);
-		}
-		return;
 	}
 	__syncthreads();
 	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
