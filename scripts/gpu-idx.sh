@@ -45,7 +45,7 @@ traces() { # one-row timelines, both key formats (extra bench args: $@)
 }
 first_look() { # the tests matching CTEST_R (default the indexer's), one-row timelines
 	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
-		--timeout 300 >"$OUT/ctest.txt" 2>&1
+		--timeout "${CTEST_TO:-300}" >"$OUT/ctest.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
 	traces
 	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4
