@@ -80,7 +80,6 @@ template <int S> struct RsSmem {
 	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
 	uint8_t ring[S][kMxPage];
 	uint64_t bar[S];
-	int ids[16]; /* ONE: tile t's id in its request (-1 past the end) at t % 16, by its copier */
 	uint32_t hist[IDX_BINS];
 	TailSmem tail;
 };
@@ -563,12 +562,6 @@ __device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint
 		     : "memory");
 }
 
-/* An arrival without bytes (a slot with no page: past the end of the row). */
-__device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
 /* Waits for phase `parity` of a barrier (acquire: the bulk copies' bytes are visible). */
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 {
@@ -645,48 +638,18 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	 * t % 4, in step t - S + 1 (the copies' instructions spread over the warps, which
 	 * meet at every MMA). pmine: that lane's next tile's page index, read 4 tiles ahead. */
 	const int t_first = (warp - (S - 1)) & 3; /* this warp's first copy: tile S - 1 + t_first */
-	/* ONE (batches): a CTA's tiles 0 .. kStatic - 1 are x, x + G, ... as above; later ones
-	 * come from the request's counter (count slot 7, zero at rest: the select clears
-	 * it), so CTAs that the SM's warp scheduler favoured take more tiles and none idles
-	 * while the slowest finish (at batch 8 the first CTA's loop ended at ~41 us, the last
-	 * at ~72). The copier of tile t takes tile t + 8's id and reads tile t + 4's page
-	 * entry (both in flight for 4 tiles), and writes tile t's id (or -1) to ids[t % 16]
-	 * before the slot's arrival, whose waiters read it. */
-	constexpr int kStatic = 16;
-	const int tiles = (L + kTile - 1) / kTile;
-	auto grab = [&](int t) { /* the counter's address from the parameters: no registers held */
-		return t < kStatic ? cta.x + t * cta.G
-				   : kStatic * cta.G +
-					     (int)atomicAdd(a.count + (size_t)row * IDX_CNT + 7, 1u);
-	};
-	int pmine = 0, cur_gid = 0, nxt_gid = 0;
-	if (lane == 0) {
-		if (ONE) {
-			cur_gid = grab(S - 1 + t_first);
-			pmine = cur_gid < tiles ? __ldg(cta.pt + cur_gid) : 0;
-			nxt_gid = grab(S - 1 + t_first + 4);
-		} else {
-			pmine = cta.pt_at(S - 1 + t_first);
-		}
-	}
+	int pmine = 0;
+	if (lane == 0)
+		pmine = cta.pt_at(S - 1 + t_first);
 	if (tid == 0) {
 #pragma unroll
 		for (int s = 0; s < S; s++)
 			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #pragma unroll
-		for (int i = 0; i < S - 1; i++) {
-			if (ONE) {
-				const int gid = cta.x + i * cta.G;
-				sm.ids[i] = gid < tiles ? gid : -1;
-				if (gid < tiles)
-					rs_bulk(page_at(__ldg(cta.pt + gid)), slot_of(i), bar_of(i));
-				else
-					mbar_arrive(bar_of(i));
-			} else if (i < n) {
+		for (int i = 0; i < S - 1; i++)
+			if (i < n)
 				rs_bulk(page_at(cta.pt_at(i)), slot_of(i), bar_of(i));
-			}
-		}
 	}
 	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
 	   * the keys' dim order; the histogram */
@@ -721,21 +684,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	auto refill = [&](int i) {
 		const int t = i + S - 1;
 		if (lane == 0 && (t & 3) == warp) {
-			if (ONE) {
-				const bool ok = cur_gid < tiles;
-				sm.ids[t & 15] = ok ? cur_gid : -1;
-				if (ok)
-					rs_bulk(page_at(pmine), slot_of(t), bar_of(t));
-				else
-					mbar_arrive(bar_of(t));
-				cur_gid = nxt_gid;
-				pmine = cur_gid < tiles ? __ldg(cta.pt + cur_gid) : 0;
-				nxt_gid = grab(t + 8);
-			} else {
-				if (t < n)
-					rs_bulk(page_at(pmine), slot_of(t), bar_of(t));
-				pmine = cta.pt_at(t + 4);
-			}
+			if (t < n)
+				rs_bulk(page_at(pmine), slot_of(t), bar_of(t));
+			pmine = cta.pt_at(t + 4);
 		}
 	};
 	const uint8_t *nib0 = sm.ring[0] + warp * kWarpKeys * kMxKey;
@@ -794,27 +745,11 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	};
 
 	if (ONE) {
-		/* Tiles until 4 steps in a row are past the end: one per warp's copier, each of
-		 * whose later ids is larger (its atomics come in its program order), so past the
-		 * end too. A step past the end has no MMA to meet at: a barrier instead. */
-		const int koff = kWarpKeys * warp + g + 8 * c;
-		for (int i = 0, run = 0;; i++) {
+		for (int i = 0; i < n; i++) {
 			refill(i);
-			mbar_wait(bar_of(i), (uint32_t)(i / S) & 1u);
-			const int gid = sm.ids[i & 15];
-			if (gid < 0) { /* block-uniform */
-				if (++run == 4)
-					break;
-				__syncthreads();
-				continue;
-			}
-			run = 0;
-			key = gid * kTile + koff;
-			sp = a.scores + (size_t)row * a.sstride + key;
 			uint32_t acur[16];
 			float kcur = 0.0f, d[32]; /* d not cleared: k-step 0 runs with scale-d = 0 */
-			const int sl = i & (S - 1);
-			rs_read(nib0 + sl * kMxPage, scw0 + sl * (kMxPage / 4), g, c, csel, acur, &kcur);
+			read(i, acur, &kcur);
 			mma(d, acur);
 			mma_wait(d, acur);
 			finish(d, kcur);
