@@ -426,8 +426,8 @@ START_TEST(wgmma_scan)
 		wgmma_case(fmt, 512, 16, lb, 77, TD_CLUSTERED, 0, "batch-16 clustered");
 		wgmma_case(fmt, 512, 16, lb, 78, TD_EQUAL, 1, "batch-16 all-equal");
 		wgmma_case(fmt, 512, 16, lb, 79, TD_NEGATIVE, 1, "batch-16 all-relu-zero");
-		/* five requests, four long: past a CTA's 16th tile the MXFP4 batch scan takes
-		 * tiles from a counter (~158 CTAs a request on an H200: from ~162K keys on) */
+		/* five requests, four long (~30 - 50 tiles a scan CTA on an H200, the unfused
+		 * batch scan) and one below k */
 		int ll[5] = { 262144, 250000, 240007, 200001, 300 };
 		wgmma_case(fmt, 512, 5, ll, 80, TD_RANDOM, 0, "batch-5 long rows");
 	}
