@@ -42,6 +42,7 @@
 
 #include <cub/block/block_scan.cuh>
 
+#include <algorithm>
 #include <atomic>
 
 #include "kernels/indexer_int.h"
@@ -386,8 +387,10 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 		return; /* whole CTA */
 
 	const int tid = threadIdx.x;
-	if (tid == 0)
+	if (tid == 0) {
 		idx_trace(a.trace, IDX_T_SCAN0);
+		idx_trace_cta(a.trace, 0, 0);
+	}
 	const bool qvec = Q8 ? ((uintptr_t)a.q8 & 7) == 0 : ((uintptr_t)a.q & 15) == 0; /* 8 or 16-byte loads */
 #pragma unroll
 	for (int i = 0; i < R; i++) {
@@ -519,8 +522,10 @@ __global__ void __launch_bounds__(kThreads, (scan_min_ctas<FMT, R>())) scan_kern
 	}
 	idx_pdl_trigger(); /* the histogram flush below is short: let the filter launch */
 	__syncthreads();
-	if (tid == 0)
+	if (tid == 0) {
 		idx_trace(a.trace, IDX_T_SCAN1);
+		idx_trace_cta(a.trace, 1, 0);
+	}
 #pragma unroll
 	for (int i = 0; i < R; i++) {
 		if (!lim[i])
@@ -1022,7 +1027,8 @@ static unsigned long long *trace_begin(cudaStream_t st)
 	static unsigned long long *buf = nullptr;
 	static int on = -1;
 	if (on < 0)
-		on = getenv("STRATA_IDX_TRACE") && cudaMalloc(&buf, 8 * 2 * IDX_TRACE_N) == cudaSuccess;
+		on = getenv("STRATA_IDX_TRACE") &&
+		     cudaMalloc(&buf, 8 * (2 * IDX_TRACE_N + 4 * (size_t)IDX_TRACE_CTAS)) == cudaSuccess;
 	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
 	if (!on || cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
 		return nullptr;
@@ -1030,12 +1036,88 @@ static unsigned long long *trace_begin(cudaStream_t st)
 	for (int i = 0; i < IDX_TRACE_N; i++)
 		init[2 * i] = ~0ull;
 	cudaMemcpyAsync(buf, init, sizeof init, cudaMemcpyHostToDevice, st);
+	cudaMemsetAsync(buf + 2 * IDX_TRACE_N, 0, 8 * 4 * (size_t)IDX_TRACE_CTAS, st);
 	return buf;
+}
+
+/* The scan CTAs' records (idx_trace_cta), summarised: when their tile loops ended (us
+ * from the first CTA's start, percentiles), by SM (the spread between an SM's first and
+ * last CTA to end, and the SMs' last ends), and the latest and earliest SMs' CTAs in
+ * start order, to tell an SM that is slow from CTAs that an SM serves unevenly. */
+static void trace_ctas(const unsigned long long *r, unsigned long long t0)
+{
+	struct C {
+		double s, e;
+		int sm, y, tiles;
+	};
+	static C c[IDX_TRACE_CTAS];
+	int n = 0, nsm = 0;
+	for (int i = 0; i < IDX_TRACE_CTAS; i++) {
+		const unsigned long long *q = r + 4 * i;
+		if (!q[0] || !q[1])
+			continue;
+		c[n].s = (double)(long long)(q[0] - t0) / 1e3;
+		c[n].e = (double)(long long)(q[1] - t0) / 1e3;
+		c[n].sm = (int)q[2];
+		c[n].tiles = (int)(q[3] & 0xffffffffu);
+		c[n].y = (int)(q[3] >> 32);
+		nsm = c[n].sm + 1 > nsm ? c[n].sm + 1 : nsm;
+		n++;
+	}
+	if (n < 2 || nsm > 1024)
+		return;
+	std::sort(c, c + n, [](const C &a, const C &b) { return a.e < b.e; });
+	auto pct = [&](const double *v, int m, double p) { return v[(int)(p * (m - 1) + 0.5)]; };
+	static double e[IDX_TRACE_CTAS];
+	for (int i = 0; i < n; i++)
+		e[i] = c[i].e;
+	fprintf(stderr, "idx-cta: %d CTAs, loop end us p0 %.2f p10 %.2f p50 %.2f p90 %.2f p100 %.2f\n",
+		n, pct(e, n, 0), pct(e, n, 0.1), pct(e, n, 0.5), pct(e, n, 0.9), pct(e, n, 1));
+	static double first[1024], last[1024], spread[1024], lasts[1024];
+	static int cnt[1024];
+	for (int m = 0; m < nsm; m++)
+		first[m] = 1e30, last[m] = -1e30, cnt[m] = 0;
+	for (int i = 0; i < n; i++) {
+		const int m = c[i].sm;
+		first[m] = c[i].e < first[m] ? c[i].e : first[m];
+		last[m] = c[i].e > last[m] ? c[i].e : last[m];
+		cnt[m]++;
+	}
+	int k = 0, cmin = 1 << 30, cmax = 0;
+	for (int m = 0; m < nsm; m++)
+		if (cnt[m]) {
+			spread[k] = last[m] - first[m];
+			lasts[k++] = last[m];
+			cmin = cnt[m] < cmin ? cnt[m] : cmin;
+			cmax = cnt[m] > cmax ? cnt[m] : cmax;
+		}
+	std::sort(spread, spread + k);
+	std::sort(lasts, lasts + k);
+	fprintf(stderr,
+		"idx-cta: %d SMs, %d - %d CTAs each; an SM's last end p0 %.2f p50 %.2f p100 %.2f; "
+		"its first-to-last spread p0 %.2f p50 %.2f p100 %.2f\n",
+		k, cmin, cmax, lasts[0], pct(lasts, k, 0.5), lasts[k - 1], spread[0],
+		pct(spread, k, 0.5), spread[k - 1]);
+	/* the SMs of the latest and the earliest CTA: their CTAs' ends in start order */
+	const int pick[2] = { c[n - 1].sm, c[0].sm };
+	for (int j = 0; j < 2; j++) {
+		C v[64];
+		int m = 0;
+		for (int i = 0; i < n && m < 64; i++)
+			if (c[i].sm == pick[j])
+				v[m++] = c[i];
+		std::sort(v, v + m, [](const C &a, const C &b) { return a.s < b.s; });
+		fprintf(stderr, "idx-cta: sm %d (%s), by start: ", pick[j], j ? "earliest" : "latest");
+		for (int i = 0; i < m; i++)
+			fprintf(stderr, "%s%.2f->%.2f (req %d, %d tiles)", i ? ", " : "", v[i].s, v[i].e,
+				v[i].y, v[i].tiles);
+		fprintf(stderr, "\n");
+	}
 }
 
 static void trace_end(cudaStream_t st, const unsigned long long *buf)
 {
-	unsigned long long t[2 * IDX_TRACE_N];
+	static unsigned long long t[2 * IDX_TRACE_N + 4 * (size_t)IDX_TRACE_CTAS];
 	if (cudaMemcpyAsync(t, buf, sizeof t, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
 	    cudaStreamSynchronize(st) != cudaSuccess)
 		return;
@@ -1051,6 +1133,7 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 		if (t[2 * i + 1])
 			fprintf(stderr, " %s %.2f/%.2f", name[i], us(t[2 * i]), us(t[2 * i + 1]));
 	fprintf(stderr, "\n");
+	trace_ctas(t + 2 * IDX_TRACE_N, t[0]);
 }
 
 /* The whole indexer on stream s; with ev (5 events) recorded at the start, after the

@@ -342,6 +342,29 @@ __device__ __forceinline__ void idx_trace(unsigned long long *t, int at)
 	atomicMin(t + 2 * at, ns);
 	atomicMax(t + 2 * at + 1, ns);
 }
+/* STRATA_IDX_TRACE's per-scan-CTA records, after the 2 IDX_TRACE_N points: 4 words a
+ * CTA (blockIdx.y gridDim.x + blockIdx.x, the first IDX_TRACE_CTAS): its start and the end
+ * of its tile loop (%globaltimer ns), its SM, and its tiles | blockIdx.y << 32. Thread 0
+ * calls it at the scan0 (end 0) and scan1 (end 1) points. */
+#define IDX_TRACE_CTAS 8192
+static __device__ __noinline__ void idx_trace_cta(unsigned long long *t, int end, unsigned long long tiles)
+{
+	const unsigned cid = blockIdx.y * gridDim.x + blockIdx.x;
+	if (!t || cid >= IDX_TRACE_CTAS)
+		return;
+	unsigned long long ns, *r = t + 2 * IDX_TRACE_N + 4 * (size_t)cid;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+	if (end) {
+		r[1] = ns;
+		return;
+	}
+	unsigned sm;
+	asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+	r[0] = ns;
+	r[2] = sm;
+	r[3] = tiles | (unsigned long long)blockIdx.y << 32;
+}
+
 /* idx_trace once this CTA's earlier writes and atomics are performed (a fence, then a
  * barrier: every thread of the CTA calls it); nothing, not even the fence, untraced. */
 __device__ __forceinline__ void idx_trace_fenced(unsigned long long *t, int at)

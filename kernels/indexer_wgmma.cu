@@ -198,8 +198,10 @@ struct ScanCta {
 			return false;
 		n = (tiles - x + G - 1) / G;
 		pt = a.page_table + (size_t)req * a.max_pages;
-		if (threadIdx.x == 0)
+		if (threadIdx.x == 0) {
 			idx_trace(a.trace, IDX_T_SCAN0);
+			idx_trace_cta(a.trace, 0, (unsigned long long)n);
+		}
 		return true;
 	}
 	/* The page index of this CTA's tile i (0 past the end); read a tile ahead of its
@@ -221,8 +223,10 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 {
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
 	__syncthreads();
-	if (threadIdx.x == 0)
+	if (threadIdx.x == 0) {
 		idx_trace(a.trace, IDX_T_SCAN1);
+		idx_trace_cta(a.trace, 1, 0);
+	}
 	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
 	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
 		const uint32_t v = h[i];
