@@ -179,13 +179,9 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
  * G, ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
 struct ScanCta {
 	int req, row, L, x, G, n;
-	int nf, j; /* full rounds of G tiles; this CTA's tile of the last round, or -1 */
 	const int32_t *pt;
-	/* Fills this in; false where the CTA has nothing to score (the caller returns).
-	 * SPREAD = false: the last round's tiles to CTAs 0 .. rem - 1 (j = x), where the
-	 * registers are too tight for the general form (the MXFP4 batch loop; at batch 8
-	 * every SM ended within ~3 us of the others anyway). */
-	template <bool SPREAD = true> __device__ __forceinline__ bool begin(const idx_wg_args &a)
+	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
+	__device__ __forceinline__ bool begin(const idx_wg_args &a)
 	{
 		req = (int)blockIdx.y;
 		row = a.req_rows[req];
@@ -198,22 +194,9 @@ struct ScanCta {
 		const int tiles = (L + kTile - 1) / kTile;
 		G = (int)gridDim.x;
 		x = (int)blockIdx.x;
-		/* Tile x + iG for i < nf; the last round's rem tiles go to CTAs floor(j G / rem),
-		 * j < rem, evenly spread over the grid rather than to CTAs 0 .. rem - 1: the
-		 * scheduler puts neighbouring CTAs on one SM, and at one row (5 or 6 FP8 tiles a
-		 * CTA) an SM of six 6-tile CTAs ended its loops ~2 us after the rest
-		 * (bench/results/2026-11-30-h200-s15, run 6). */
-		nf = tiles / G;
-		const int rem = tiles - nf * G;
-		if (SPREAD) {
-			j = rem ? (x * rem + G - 1) / G : 0;
-			j = rem && j < rem && j * G / rem == x ? j : -1;
-		} else {
-			j = x < rem ? x : -1;
-		}
-		n = nf + (j >= 0);
-		if (n == 0)
+		if (x >= tiles)
 			return false;
+		n = (tiles - x + G - 1) / G;
 		pt = a.page_table + (size_t)req * a.max_pages;
 		if (threadIdx.x == 0) {
 			idx_trace(a.trace, IDX_T_SCAN0);
@@ -223,19 +206,9 @@ struct ScanCta {
 	}
 	/* The page index of this CTA's tile i (0 past the end); read a tile ahead of its
 	 * copy, and made an address only there (page). */
-	template <bool SPREAD = true> __device__ __forceinline__ int pt_at(int i) const
+	__device__ __forceinline__ int pt_at(int i) const
 	{
-		return i < n ? __ldg(pt + tile<SPREAD>(i)) : 0;
-	}
-	/* The request's tile index of this CTA's tile i (< n). */
-	template <bool SPREAD = true> __device__ __forceinline__ int tile(int i) const
-	{
-		return !SPREAD || i < nf ? x + i * G : nf * G + j;
-	}
-	/* The CTA that holds the last round's tile slot jj (of rem = tiles - nf G). */
-	__device__ __forceinline__ int holder(int jj, int tiles) const
-	{
-		return jj * G / (tiles - nf * G);
+		return i < n ? __ldg(pt + x + (size_t)i * G) : 0;
 	}
 	/* Tile i's page (index p) of pages of `bytes`, or null past the end. */
 	__device__ __forceinline__ const uint8_t *page(const idx_wg_args &a, int i, int p,
@@ -320,8 +293,6 @@ __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4]
 	return off + incl - v;
 }
 
-/* SPREAD: the CTA's tile mapping (ScanCta::begin). */
-template <bool SPREAD>
 __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
 {
 	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
@@ -329,9 +300,7 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
-	auto key_of = [&](int e) {
-		return cta.template tile<SPREAD>(e >> 6) * kTile + (e & (kTile - 1));
-	};
+	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
 	/* its own scores (written before the flush's barrier), in flight across the grid's */
 	float s[kHold];
 #pragma unroll
@@ -378,12 +347,9 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		/* b* + 1 (none found, which cannot happen with L > k scores counted: 0x800, so
 		 * that the pollers still go) */
 		const uint32_t word = ts.bin < 0 ? 0x800u : (uint32_t)ts.bin + 1u;
-		for (int w = tid; w < (int)want; w += kWgThreads) {
-			/* the CTAs with tiles: all G, or (fewer tiles than CTAs) the holders */
-			const int x = cta.nf || !SPREAD ? w : cta.holder(w, tiles);
+		for (int x = tid; x < (int)want; x += kWgThreads)
 			if (x != cta.x)
 				*reinterpret_cast<volatile uint32_t *>(flag + x) = word;
-		}
 	} else {
 		if (tid == 0) {
 			uint32_t word;
@@ -520,7 +486,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	float *scores = a.scores + (size_t)row * a.sstride;
 
 	for (int i = 0; i < n; i++) {
-		const int slot = i % S, t = cta.tile(i);
+		const int slot = i % S, t = cta.x + i * cta.G;
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
@@ -570,7 +536,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		scan_tail<true>(a, cta, sm.tail);
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
@@ -662,7 +628,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
 	ScanCta cta;
-	if (!cta.template begin<!ONE>(a))
+	if (!cta.begin(a))
 		return;
 	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
@@ -678,7 +644,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	const int t_first = (warp - (S - 1)) & 3; /* this warp's first copy: tile S - 1 + t_first */
 	int pmine = 0;
 	if (lane == 0)
-		pmine = cta.template pt_at<!ONE>(S - 1 + t_first);
+		pmine = cta.pt_at(S - 1 + t_first);
 	if (tid == 0) {
 #pragma unroll
 		for (int s = 0; s < S; s++)
@@ -687,7 +653,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 #pragma unroll
 		for (int i = 0; i < S - 1; i++)
 			if (i < n)
-				rs_bulk(page_at(cta.template pt_at<!ONE>(i)), slot_of(i), bar_of(i));
+				rs_bulk(page_at(cta.pt_at(i)), slot_of(i), bar_of(i));
 	}
 	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
 	   * the keys' dim order; the histogram */
@@ -724,7 +690,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		if (lane == 0 && (t & 3) == warp) {
 			if (t < n)
 				rs_bulk(page_at(pmine), slot_of(t), bar_of(t));
-			pmine = cta.template pt_at<!ONE>(t + 4);
+			pmine = cta.pt_at(t + 4);
 		}
 	};
 	const uint8_t *nib0 = sm.ring[0] + warp * kWarpKeys * kMxKey;
@@ -781,13 +747,6 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		key += kstep;
 		sp += kstep;
 	};
-	/* before tile i's finish: the last round's tile is (j - x) tiles off the stride */
-	auto at_tile = [&](int i) {
-		if (!ONE && i == cta.nf) { /* i < n: this CTA holds a tile of the last round */
-			key += (cta.j - cta.x) * kTile;
-			sp += (cta.j - cta.x) * kTile;
-		}
-	};
 
 	if (ONE) {
 		for (int i = 0; i < n; i++) {
@@ -797,7 +756,6 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 			read(i, acur, &kcur);
 			mma(d, acur);
 			mma_wait(d, acur);
-			at_tile(i);
 			finish(d, kcur);
 		}
 	} else {
@@ -813,7 +771,6 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 			if (i + 1 < n)
 				read(i + 1, anext, knext);
 			mma_wait(d, acur);
-			at_tile(i);
 			finish(d, kcur);
 		};
 		for (int i = 0; i < n; i += 2) {
@@ -824,7 +781,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
-		scan_tail<!ONE>(a, cta, sm.tail);
+		scan_tail(a, cta, sm.tail);
 #endif
 }
 
