@@ -291,7 +291,9 @@ STRATA_HD uint32_t idx_bucket(float s)
 __device__ __forceinline__ uint32_t idx_bucket_dev(float s)
 {
 	/* + 0 turns -0 into +0 (round to nearest); then the ordered map as one xor: a
-	 * negative's 16 bits all flip (~u), a positive's sign bit only (u | 0x8000) */
+	 * negative's 16 bits all flip (~u), a positive's sign bit only (u | 0x8000). Equal
+	 * to idx_bucket on all 63,490 non-NaN fp16 values (bench/results/
+	 * 2026-11-30-h200-s14/bucket-map-check.c); 7 instructions, where 11 were. */
 	const uint32_t u = __half_as_ushort(__hadd(__float2half_rn(s), __ushort_as_half(0)));
 	uint32_t neg; /* 0xffff for a negative u, else 0 (prmt's sign-replicate mode) */
 	asm("prmt.b32 %0, %1, 0, 0x4499;" : "=r"(neg) : "r"(u));
