@@ -127,7 +127,7 @@ abq)
 				for n in 1 8; do
 					STRATA_IDX_TRACE=1 timeout 60 $b bench indexer --ctx 1M --batch $n \
 						--rows 1 --fmt $f --q8 --wgmma --reps 4 2>&1 |
-						grep idx-trace | sed "s/^/$v $f b$n /"
+						grep -E "idx-(trace|cta)" | sed "s/^/$v $f b$n /"
 				done
 			done
 		done >"$OUT/tr_all.txt"
