@@ -324,7 +324,10 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * sort start and end, end, and inside the select its start and list reads, inside the
  * sort its counting, scan and scatter, when the scan's histogram flush was performed
  * (fenced in traced calls only), and inside the filter (or the fused scan's tail) its
- * cut found, its scores filed and its bins flushed; such calls synchronise. */
+ * cut found, its scores filed and its bins flushed; then ("idx-cta" lines) when the
+ * scan CTAs' tile loops ended: percentiles, each SM's last end and the spread between
+ * its first and last CTA, and the CTAs of the latest and earliest SMs in start order.
+ * Such calls synchronise. */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */
