@@ -1070,12 +1070,9 @@ static void trace_ctas(const unsigned long long *r, unsigned long long t0)
 	if (n < 2 || nsm > 1024)
 		return;
 	std::sort(c, c + n, [](const C &a, const C &b) { return a.e < b.e; });
-	auto pct = [&](const double *v, int m, double p) { return v[(int)(p * (m - 1) + 0.5)]; };
-	static double e[IDX_TRACE_CTAS];
-	for (int i = 0; i < n; i++)
-		e[i] = c[i].e;
+	auto at = [](int m, double p) { return (int)(p * (m - 1) + 0.5); }; /* a percentile's index */
 	fprintf(stderr, "idx-cta: %d CTAs, loop end us p0 %.2f p10 %.2f p50 %.2f p90 %.2f p100 %.2f\n",
-		n, pct(e, n, 0), pct(e, n, 0.1), pct(e, n, 0.5), pct(e, n, 0.9), pct(e, n, 1));
+		n, c[0].e, c[at(n, 0.1)].e, c[at(n, 0.5)].e, c[at(n, 0.9)].e, c[n - 1].e);
 	static double first[1024], last[1024], spread[1024], lasts[1024];
 	static int cnt[1024];
 	for (int m = 0; m < nsm; m++)
@@ -1099,8 +1096,8 @@ static void trace_ctas(const unsigned long long *r, unsigned long long t0)
 	fprintf(stderr,
 		"idx-cta: %d SMs, %d - %d CTAs each; an SM's last end p0 %.2f p50 %.2f p100 %.2f; "
 		"its first-to-last spread p0 %.2f p50 %.2f p100 %.2f\n",
-		k, cmin, cmax, lasts[0], pct(lasts, k, 0.5), lasts[k - 1], spread[0],
-		pct(spread, k, 0.5), spread[k - 1]);
+		k, cmin, cmax, lasts[0], lasts[at(k, 0.5)], lasts[k - 1], spread[0],
+		spread[at(k, 0.5)], spread[k - 1]);
 	/* the SMs of the latest and the earliest CTA: their CTAs' ends in start order */
 	const int pick[2] = { c[n - 1].sm, c[0].sm };
 	for (int j = 0; j < 2; j++) {
@@ -1111,9 +1108,12 @@ static void trace_ctas(const unsigned long long *r, unsigned long long t0)
 				v[m++] = c[i];
 		std::sort(v, v + m, [](const C &a, const C &b) { return a.s < b.s; });
 		fprintf(stderr, "idx-cta: sm %d (%s), by start: ", pick[j], j ? "earliest" : "latest");
-		for (int i = 0; i < m; i++)
-			fprintf(stderr, "%s%.2f->%.2f (req %d, %d tiles)", i ? ", " : "", v[i].s, v[i].e,
-				v[i].y, v[i].tiles);
+		for (int i = 0; i < m; i++) { /* the default scan records no tile count */
+			fprintf(stderr, "%s%.2f->%.2f (req %d", i ? ", " : "", v[i].s, v[i].e, v[i].y);
+			if (v[i].tiles)
+				fprintf(stderr, ", %d tiles", v[i].tiles);
+			fprintf(stderr, ")");
+		}
 		fprintf(stderr, "\n");
 	}
 }

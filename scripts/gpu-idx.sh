@@ -21,8 +21,9 @@
 #                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
 #                    rounds alternating the tree (M) and each REV over 1M batch 1 / 8 of both
 #                    formats (CTX: other contexts), one line a point: graph us and eff;
-#                    ROUNDS: rounds (3); TRB8=1: one-row and batch-8 timelines of every binary (tr_all.txt); CHECK=1:
-#                    --check of the tree at batch 1 and 8
+#                    ROUNDS: rounds (3); TRB8=1: one-row and batch-8 timelines of every
+#                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
+#                    at batch 1 and 8; CTEST_TO: the tests' timeout (300 s)
 #   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
 #                    here with them (this machine has nvcc and ptxas only)
 set -u
