@@ -1222,6 +1222,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.page_table = p->page_table;
 			w.scores = a.scores;
 			w.hist = a.hist;
+			w.hcopy = (size_t)p->n_rows * IDX_BINS;
 			w.sstride = a.sstride;
 			w.max_pages = p->max_pages;
 			w.lim_cap = a.lim_cap;

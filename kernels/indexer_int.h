@@ -76,7 +76,8 @@ typedef struct idx_wg_args {
 	const float *w;
 	const int32_t *req_rows, *row_limit, *page_table;
 	float *scores;
-	uint32_t *hist;
+	uint32_t *hist;            /* copy 0; copy c at hist + c hcopy (IDX_HCOPIES) */
+	size_t hcopy;
 	size_t sstride;
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
@@ -397,6 +398,7 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 
 #define IDX_BINS 2048         /* first-pass histogram buckets (fp16 of the score) */
 #define IDX_BINS2 4096        /* second-level bins inside the threshold bucket */
+#define IDX_HCOPIES 4         /* copies of the first-pass histogram a fused scan adds to */
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
@@ -466,8 +468,8 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	size_t lim = (size_t)(p->max_limit > 0 ? p->max_limit : 0);
 	l->score_stride = (lim + 63) & ~(size_t)63;
 	l->cand_cap = lim < IDX_CAND_CAP ? lim : IDX_CAND_CAP;
-	l->off_hist = 0;
-	l->off_count = idx_align(rows * IDX_BINS * 4);
+	l->off_hist = 0; /* IDX_HCOPIES copies, each rows x IDX_BINS (copy 0 every path's) */
+	l->off_count = idx_align(IDX_HCOPIES * rows * IDX_BINS * 4);
 	l->off_hist2 = l->off_count + idx_align(rows * IDX_CNT * 4);
 	l->off_flag = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
 	l->off_sel = l->off_flag + idx_align(rows * IDX_FLAGS * 4);

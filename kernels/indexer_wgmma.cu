@@ -8,13 +8,15 @@
 //
 // FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
 // K-major layout (rows of 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at
-// j ^ (r % 8)). The query's 64 heads x 128 bytes are A, staged once; the key tile is B,
-// copied by cp.async straight into that layout (a ring of tiles), so a tile is 4 wgmma
+// j ^ (r % 8)). The key tile is A, copied by cp.async straight into that layout (a ring
+// of tiles); the query's 64 heads x 128 bytes are B, staged once; so a tile is 4 wgmma
 // m64n64k32 (k-steps of 32 bytes: the descriptors' start advances by 32 bytes inside the
-// swizzled rows). Epilogue: ReLU and the head weights on the accumulators (warp w holds
-// heads 16w .. 16w + 15), a reduce-scatter over the 8 lanes that share a key column (14
-// shuffles), the 4 warps' sums added in a fixed order in shared memory, times the key's
-// scale.
+// swizzled rows). Keys as the rows, as in the MXFP4 scan, put a key's 64 heads in its
+// warp (lane (g, c): 16 heads of keys g and g + 8), so the epilogue is the MXFP4 one: 16
+// heads summed in the lane, then 2 shuffles; no shared-memory exchange between warps and
+// no second barrier a tile. (With the query as A, a warp held 16 heads of every key: 14
+// shuffles, 28 selects, a barrier and a shared-memory sum over the warps, ~60 more
+// instructions a tile.)
 //
 // MXFP4 keys (scan_rs_kernel): the keys are A, in registers, converted to e4m3 there
 // (indexer_int.h idx_mx_*: exact for group scales within 14 octaves of the key's
@@ -66,11 +68,9 @@ struct TailSmem {
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
 template <int S> struct SsSmem {
-	uint8_t a[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
+	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
 	float ks[S][kTile];                    /* the keys' fp32 scales */
-	float w[kHeads];
-	float red[4][kTile];                   /* each warp's per-key sum over its 16 heads */
 	uint32_t hist[IDX_BINS];
 	TailSmem tail;
 };
@@ -221,7 +221,22 @@ struct ScanCta {
 	}
 };
 
-/* The row's histogram into the global one, after every tile (the scan's tail). */
+/* The histogram copies a scan adds to (idx_wg_args.hcopy): IDX_HCOPIES for the fused
+ * FP8 scan, whose CTAs' loops end within ~2.5 us of each other since the keys became A
+ * (they ended ~6 us apart), so that their flushes, nearly all at once, queue a quarter
+ * as deep on the central buckets' words; the last CTA sums the copies (find_bstar).
+ * H200, 1M keys, one row (bench/results/2026-11-30-h200-s16): with one copy the flush
+ * took ~3 us after the last loop end and the call 22.8 - 22.9 us (runs 3 - 4), with four
+ * 21.9 us (run 5). One copy elsewhere: the fused MXFP4 scan's CTAs end ~4 us apart,
+ * and there four copies cost 0.4 us (run 5: 22.8 - 22.9 us against 22.4 - 22.5); the
+ * unfused scans' histogram is read by the filter. */
+__device__ __forceinline__ int hist_copies(const idx_wg_args &a)
+{
+	return a.fused && !a.mx ? IDX_HCOPIES : 1;
+}
+
+/* The row's histogram into the global one (copy x % hist_copies), after every tile (the
+ * scan's tail). */
 __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h)
 {
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
@@ -230,7 +245,8 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 		idx_trace(a.trace, IDX_T_SCAN1);
 		idx_trace_cta(a.trace, 1, 0);
 	}
-	uint32_t *gh = a.hist + (size_t)row * IDX_BINS;
+	uint32_t *gh =
+		a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy + (size_t)row * IDX_BINS;
 	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
 		const uint32_t v = h[i];
 		if (v)
@@ -296,6 +312,47 @@ __device__ __forceinline__ uint32_t excl_scan128(uint32_t v, uint32_t (&wsum)[4]
 	return off + incl - v;
 }
 
+/* The row's threshold bucket b* (the bucket of its k-th largest score) from the sum of
+ * its first `copies` histogram copies (hrow: the row's in copy 0; hcopy: words between
+ * copies), into ts.bin (-1: none) and count slots 3 - 4 (b* + 1 and the count above it,
+ * for the select). The row's last CTA, every thread. Out of line: inlined, its 16 loads
+ * a thread in flight at once made the MXFP4 batch loop (at its 80-register cap) spill. */
+static __device__ __noinline__ void find_bstar(uint32_t *hrow, size_t hcopy, int copies,
+					       uint32_t k, TailSmem &ts, uint32_t *cnt)
+{
+	const int tid = threadIdx.x;
+	const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
+	uint32_t h[IDX_BINS / kWgThreads], sum = 0;
+	uint4 *h4 = reinterpret_cast<uint4 *>(hrow + grp * (IDX_BINS / kWgThreads));
+	uint4 v[IDX_HCOPIES][IDX_BINS / kWgThreads / 4]; /* every copy's, one trip */
+#pragma unroll
+	for (int cp = 0; cp < IDX_HCOPIES; cp++)
+#pragma unroll
+		for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++)
+			v[cp][b] = cp < copies ? __ldcg(h4 + cp * (hcopy / 4) + b) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+	for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
+		uint4 t = v[0][b];
+#pragma unroll
+		for (int cp = 1; cp < IDX_HCOPIES; cp++)
+			t.x += v[cp][b].x, t.y += v[cp][b].y, t.z += v[cp][b].z, t.w += v[cp][b].w;
+		h[4 * b] = t.x, h[4 * b + 1] = t.y, h[4 * b + 2] = t.z, h[4 * b + 3] = t.w;
+	}
+#pragma unroll
+	for (int b = 0; b < IDX_BINS / kWgThreads; b++)
+		sum += h[b];
+	uint32_t acc = excl_scan128(sum, ts.wsum);
+#pragma unroll
+	for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
+		if (acc < k && acc + h[b] >= k) {
+			ts.bin = grp * (IDX_BINS / kWgThreads) + b;
+			cnt[3] = (uint32_t)ts.bin + 1u; /* for the select: no second look */
+			cnt[4] = acc;
+		}
+		acc += h[b];
+	}
+}
+
 __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
 {
 	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
@@ -324,28 +381,7 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		ts.last = arrive(cnt + 2) == want - 1;
 	__syncthreads();
 	if (ts.last) { /* block-uniform */
-		const int grp = kWgThreads - 1 - tid; /* thread t: bins 16 (127 - t) .. + 15 */
-		uint32_t h[IDX_BINS / kWgThreads], sum = 0;
-		const uint4 *h4 = reinterpret_cast<const uint4 *>(
-			a.hist + (size_t)row * IDX_BINS + grp * (IDX_BINS / kWgThreads));
-#pragma unroll
-		for (int b = 0; b < IDX_BINS / kWgThreads / 4; b++) {
-			const uint4 v = __ldcg(h4 + b);
-			h[4 * b] = v.x, h[4 * b + 1] = v.y, h[4 * b + 2] = v.z, h[4 * b + 3] = v.w;
-		}
-#pragma unroll
-		for (int b = 0; b < IDX_BINS / kWgThreads; b++)
-			sum += h[b];
-		uint32_t acc = excl_scan128(sum, ts.wsum);
-#pragma unroll
-		for (int b = IDX_BINS / kWgThreads - 1; b >= 0; b--) {
-			if (acc < k && acc + h[b] >= k) {
-				ts.bin = grp * (IDX_BINS / kWgThreads) + b;
-				cnt[3] = (uint32_t)ts.bin + 1u; /* for the select: no second look */
-				cnt[4] = acc;
-			}
-			acc += h[b];
-		}
+		find_bstar(a.hist + (size_t)row * IDX_BINS, a.hcopy, hist_copies(a), k, ts, cnt);
 		__syncthreads();
 		/* b* + 1 (none found, which cannot happen with L > k scores counted: 0x800, so
 		 * that the pollers still go) */
@@ -353,6 +389,14 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		for (int x = tid; x < (int)want; x += kWgThreads)
 			if (x != cta.x)
 				*reinterpret_cast<volatile uint32_t *>(flag + x) = word;
+		/* the copies past the first zero at rest again (copy 0: the select's
+		 * clear_row), once the others have their b* */
+		uint4 *h4 = reinterpret_cast<uint4 *>(a.hist + a.hcopy + (size_t)row * IDX_BINS) + tid;
+#pragma unroll 1
+		for (int cp = 1; cp < hist_copies(a); cp++, h4 += a.hcopy / 4)
+#pragma unroll
+			for (int i = 0; i < IDX_BINS / 4 / kWgThreads; i++)
+				h4[i * kWgThreads] = make_uint4(0, 0, 0, 0);
 	} else {
 		if (tid == 0) {
 			uint32_t word;
@@ -431,15 +475,25 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
  * copies), then a commit: one group per call, empty when `page` is null, so that "all
  * but the newest S - 2 groups done" always means "this tile's copies done". Rows tid / 8
  * + 16 i, chunk tid % 8: 16 rows on, both the swizzled place and the source move by 2 KiB
- * (the row's place in its 8-row atom stays). */
+ * (the row's place in its 8-row atom stays). The thread's offsets, fixed for the CTA:
+ * SsCopy. */
+struct SsCopy {
+	uint32_t dst; /* sw128(tid / 8, tid % 8): in a slot */
+	uint32_t src; /* (tid / 8) row + (tid % 8) chunk: in a page */
+	__device__ __forceinline__ SsCopy()
+	    : dst(sw128(threadIdx.x >> 3, threadIdx.x & 7)),
+	      src((threadIdx.x >> 3) * kRowB + (threadIdx.x & 7) * 16)
+	{
+	}
+};
 template <int S>
-__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int slot, uint64_t pol)
+__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int slot, uint64_t pol,
+					const SsCopy &cp)
 {
 	const int tid = threadIdx.x;
 	if (page) {
-		const int r0 = tid >> 3, ch = tid & 7;
-		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]) + sw128(r0, ch);
-		const uint8_t *src = page + r0 * kRowB + ch * 16;
+		const uint32_t b = (uint32_t)__cvta_generic_to_shared(sm.b[slot]) + cp.dst;
+		const uint8_t *src = page + cp.src;
 #pragma unroll
 		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++)
 			cp16(b + 2048 * i, src + 2048 * i, pol);
@@ -464,78 +518,87 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
 	auto pt_at = [&](int i) { return cta.pt_at(i); };
 	const uint64_t pol = l2_evict_first();
+	const SsCopy cp;
 
 #pragma unroll
 	for (int i = 0; i < S - 1; i++)
-		ss_load<S>(page_of(i, pt_at(i)), sm, i, pol);
+		ss_load<S>(page_of(i, pt_at(i)), sm, i, pol, cp);
 	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
-	{ /* the query (16-byte aligned: the dispatcher checks), the weights, the histogram */
+	{ /* the query (16-byte aligned: the dispatcher checks), the histogram */
 		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
 #pragma unroll
 		for (int i = 0; i < kHeads * kRowB / 16 / kWgThreads; i++) {
 			const int c = tid + i * kWgThreads, h = c >> 3, ch = c & 7;
-			*reinterpret_cast<uint4 *>(sm.a + sw128(h, ch)) =
+			*reinterpret_cast<uint4 *>(sm.q + sw128(h, ch)) =
 				__ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16));
 		}
-		if (tid < kHeads)
-			sm.w[tid] = a.w[(size_t)row * kHeads + tid];
 		for (int i = tid; i < IDX_BINS; i += kWgThreads)
 			sm.hist[i] = 0;
 		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
 	}
-	const uint64_t da = wg_desc((uint32_t)__cvta_generic_to_shared(sm.a));
-	const uint64_t db0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
+	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q));
+	const uint64_t da0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	float *scores = a.scores + (size_t)row * a.sstride;
+	float wt[16]; /* the weights of this lane's heads 8j + 2c + e, at 2j + e */
+#pragma unroll
+	for (int j = 0; j < 8; j++)
+#pragma unroll
+		for (int e = 0; e < 2; e++)
+			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
+	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its slot, tile by tile */
+	const int kt = kWarpKeys * warp + g + 8 * (c & 1), kstep = cta.G * kTile;
+	int key = cta.x * kTile + kt;
+	float *sp = a.scores + (size_t)row * a.sstride + key;
 
 	for (int i = 0; i < n; i++) {
-		const int slot = i % S, t = cta.x + i * cta.G;
+		const int slot = i % S;
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol);
+		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
 		pnext = pt_at(i + S);
 
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
 			      * first MMA of a tile; the previous tile's reads of d are fenced
 			      * before wgmma.fence, as the PTX rules ask */
-		const uint64_t db = db0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
+		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
 		reg_fence(d);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
 		for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
 			wgmma_64x64x32(d, da + (uint64_t)(2 * k), db + (uint64_t)(2 * k), k);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+		const float ks = 0.5f * sm.ks[slot][kt]; /* halved: the sums are of twice the ReLUs */
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		reg_fence(d);
 
-		/* d[4j + e]: head 16 warp + g, key 8j + 2c + e; d[4j + 2 + e]: head + 8 */
-		const float wlo = sm.w[16 * warp + g], whi = sm.w[16 * warp + g + 8];
-		float v[16];
+		/* d[4j + e]: key 16 warp + g, head 8j + 2c + e; d[4j + 2 + e]: key + 8. Twice the
+		 * ReLU as x + |x| (exact), two partial sums per key (heads with j even, j odd),
+		 * then one add; then over the key's 4 lanes as a reduce-scatter (even lanes keep
+		 * key g's sum, odd lanes key g + 8's): the same order of adds for every key. */
+		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 #pragma unroll
 			for (int e = 0; e < 2; e++)
-				v[2 * j + e] = fmaf(whi, fmaxf(d[4 * j + 2 + e], 0.0f),
-						    wlo * fmaxf(d[4 * j + e], 0.0f));
-		/* over the 8 lanes of a key column: lane (g, c) ends with keys 8g + 2c + {0, 1} */
-		float u[2];
-		idx_reduce_scatter8<16>(v, u, g);
-		float *red = sm.red[warp];
-		*reinterpret_cast<float2 *>(&red[8 * g + 2 * c]) = make_float2(u[0], u[1]);
-		__syncthreads();
-		if (tid < kTile) {
-			const int key = t * kTile + tid;
-			float (*r)[kTile] = sm.red;
-			float s = ((r[0][tid] + r[1][tid]) + r[2][tid]) + r[3][tid];
-			s *= sm.ks[slot][tid];
-			if (key < L) {
-				s = s == 0.0f ? 0.0f : s; /* one zero: -0 sorts with +0 */
-				scores[key] = s;
-				atomicAdd(&sm.hist[idx_bucket_dev(s)], 1u);
-			}
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const float x = d[4 * j + 2 * h + e];
+					p[h][j & 1] = fmaf(wt[2 * j + e], __fadd_rn(x, fabsf(x)), p[h][j & 1]);
+				}
+		const float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
+		const bool odd = c & 1;
+		float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
+		v += __shfl_xor_sync(0xffffffffu, v, 2);
+		if (c < 2 && key < L) {
+			float sc = v * ks;
+			sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
+			*sp = sc;
+			atomicAdd(&sm.hist[idx_bucket_dev(sc)], 1u);
 		}
-		/* no barrier here: the next tile's first one frees this slot and red */
+		key += kstep;
+		sp += kstep;
+		/* no barrier here: the next tile's first one frees this slot */
 	}
 	flush_hist(a, row, sm.hist);
 	if (a.fused)
