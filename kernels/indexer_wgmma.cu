@@ -469,6 +469,40 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
 
+/* A tile's scores from the accumulators of a keys-as-A MMA (both scans): d[4j + e]: key
+ * g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8 (lane (g, c), wt[2j + e]: the weight of
+ * head 8j + 2c + e). ReLU on the FMA pipe as x + |x| (twice the ReLU, exactly: kscale is
+ * the key's scale halved), where fmaxf would take the integer pipe beside the MXFP4
+ * conversion's permutes. Two partial sums per key (heads with j even, j odd; halves the
+ * dependent chain), then one add; then over the key's 4 lanes as a reduce-scatter: even
+ * lanes keep key g's sum, odd lanes key g + 8's, pairs first, then pairs of pairs (the
+ * same order of adds for every key). Lanes c < 2 (key g + 8c) with `in` store the score
+ * at sp and count it in the shared histogram. */
+__device__ __forceinline__ void score_tile(const float (&d)[32], const float (&wt)[16], int c,
+					   float kscale, bool in, float *sp, uint32_t *hist)
+{
+	float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
+#pragma unroll
+	for (int j = 0; j < 8; j++)
+#pragma unroll
+		for (int e = 0; e < 2; e++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const float x = d[4 * j + 2 * h + e];
+				p[h][j & 1] = fmaf(wt[2 * j + e], __fadd_rn(x, fabsf(x)), p[h][j & 1]);
+			}
+	const float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
+	const bool odd = c & 1;
+	float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
+	v += __shfl_xor_sync(0xffffffffu, v, 2);
+	if (c < 2 && in) {
+		float sc = v * kscale;
+		sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
+		*sp = sc;
+		atomicAdd(&hist[idx_bucket_dev(sc)], 1u);
+	}
+}
+
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
 
 /* One page's 64 keys and scales into ring slot `slot` (every thread 4 + (tid < 16)
@@ -572,30 +606,7 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		reg_fence(d);
 
-		/* d[4j + e]: key 16 warp + g, head 8j + 2c + e; d[4j + 2 + e]: key + 8. Twice the
-		 * ReLU as x + |x| (exact), two partial sums per key (heads with j even, j odd),
-		 * then one add; then over the key's 4 lanes as a reduce-scatter (even lanes keep
-		 * key g's sum, odd lanes key g + 8's): the same order of adds for every key. */
-		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
-#pragma unroll
-		for (int j = 0; j < 8; j++)
-#pragma unroll
-			for (int e = 0; e < 2; e++)
-#pragma unroll
-				for (int h = 0; h < 2; h++) {
-					const float x = d[4 * j + 2 * h + e];
-					p[h][j & 1] = fmaf(wt[2 * j + e], __fadd_rn(x, fabsf(x)), p[h][j & 1]);
-				}
-		const float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
-		const bool odd = c & 1;
-		float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
-		v += __shfl_xor_sync(0xffffffffu, v, 2);
-		if (c < 2 && key < L) {
-			float sc = v * ks;
-			sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
-			*sp = sc;
-			atomicAdd(&sm.hist[idx_bucket_dev(sc)], 1u);
-		}
+		score_tile(d, wt, c, ks, key < L, sp, sm.hist); /* warp w holds keys 16w .. + 15 */
 		key += kstep;
 		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
@@ -784,34 +795,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		reg_fence(d);
 		reg_fence(acur);
 	};
-	/* Tile i's scores from its accumulators. d[4j + e]: key g, head 8j + 2c + e; d[4j +
-	 * 2 + e]: key g + 8. ReLU on the FMA pipe as x + |x| (twice the ReLU, exactly; the
-	 * key scale is halved), where fmaxf would take the integer pipe beside the
-	 * conversion's permutes. Two partial sums per key (heads with j even, j odd; halves
-	 * the dependent chain), then one add; then over the key's 4 lanes, as a
-	 * reduce-scatter: even lanes keep key g's sum, odd lanes key g + 8's, pairs first,
-	 * then pairs of pairs (the same order of adds for every key). */
+	/* tile i's scores from its accumulators (score_tile), its key slots moved on */
 	auto finish = [&](const float(&d)[32], float kcur) {
-		float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
-#pragma unroll
-		for (int j = 0; j < 8; j++)
-#pragma unroll
-			for (int e = 0; e < 2; e++)
-#pragma unroll
-				for (int h = 0; h < 2; h++) {
-					const float x = d[4 * j + 2 * h + e];
-					p[h][j & 1] = fmaf(wt[2 * j + e], __fadd_rn(x, fabsf(x)), p[h][j & 1]);
-				}
-		const float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
-		const bool odd = c & 1;
-		float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
-		v += __shfl_xor_sync(0xffffffffu, v, 2);
-		if (c < 2 && key < L) {
-			float sc = v * kcur;
-			sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
-			*sp = sc;
-			atomicAdd(&sm.hist[idx_bucket_dev(sc)], 1u);
-		}
+		score_tile(d, wt, c, kcur, key < L, sp, sm.hist);
 		key += kstep;
 		sp += kstep;
 	};
