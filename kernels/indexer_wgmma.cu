@@ -469,6 +469,17 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
 
+/* The weights of lane (g, c)'s heads 8j + 2c + e in a keys-as-A MMA's accumulators, at
+ * wt[2j + e] (score_tile). */
+__device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int c, float (&wt)[16])
+{
+#pragma unroll
+	for (int j = 0; j < 8; j++)
+#pragma unroll
+		for (int e = 0; e < 2; e++)
+			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
+}
+
 /* A tile's scores from the accumulators of a keys-as-A MMA (both scans): d[4j + e]: key
  * g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8 (lane (g, c), wt[2j + e]: the weight of
  * head 8j + 2c + e). ReLU on the FMA pipe as x + |x| (twice the ReLU, exactly: kscale is
@@ -573,12 +584,8 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q));
 	const uint64_t da0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	float wt[16]; /* the weights of this lane's heads 8j + 2c + e, at 2j + e */
-#pragma unroll
-	for (int j = 0; j < 8; j++)
-#pragma unroll
-		for (int e = 0; e < 2; e++)
-			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
+	float wt[16];
+	head_weights(a, row, c, wt);
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its slot, tile by tile */
 	const int kt = kWarpKeys * warp + g + 8 * (c & 1), kstep = cta.G * kTile;
 	int key = cta.x * kTile + kt;
@@ -749,12 +756,8 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		__syncthreads();    /* ... and the barriers initialised, for everyone's waits */
 	}
 	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q));
-	float wt[16]; /* the weights of this lane's heads 8j + 2c + e, at 2j + e */
-#pragma unroll
-	for (int j = 0; j < 8; j++)
-#pragma unroll
-		for (int e = 0; e < 2; e++)
-			wt[2 * j + e] = __ldg(a.w + (size_t)row * kHeads + 8 * j + 2 * c + e);
+	float wt[16];
+	head_weights(a, row, c, wt);
 	const uint32_t csel = 0x4440u + (uint32_t)c; /* scale byte c, zero-extended */
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its score slot, tile by tile */
 	const int kstep = cta.G * kTile;
