@@ -57,7 +57,7 @@ constexpr int kHeads = 64;
 constexpr int kFp8Page = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 fp32 scales] */
 constexpr int kMxKey = 64;                    /* MXFP4 nibble bytes per key */
 constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
-constexpr int kWarpKeys = 16;                 /* MXFP4: keys of a tile per warp */
+constexpr int kWarpKeys = 16;                 /* keys of a tile per warp (keys as A) */
 
 /* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
