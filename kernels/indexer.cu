@@ -1074,29 +1074,32 @@ static void trace_ctas(const unsigned long long *r, unsigned long long t0)
 	fprintf(stderr, "idx-cta: %d CTAs, loop end us p0 %.2f p10 %.2f p50 %.2f p90 %.2f p100 %.2f\n",
 		n, c[0].e, c[at(n, 0.1)].e, c[at(n, 0.5)].e, c[at(n, 0.9)].e, c[n - 1].e);
 	static double first[1024], last[1024], spread[1024], lasts[1024];
-	static int cnt[1024];
+	static int cnt[1024], til[1024];
 	for (int m = 0; m < nsm; m++)
-		first[m] = 1e30, last[m] = -1e30, cnt[m] = 0;
+		first[m] = 1e30, last[m] = -1e30, cnt[m] = 0, til[m] = 0;
 	for (int i = 0; i < n; i++) {
 		const int m = c[i].sm;
 		first[m] = c[i].e < first[m] ? c[i].e : first[m];
 		last[m] = c[i].e > last[m] ? c[i].e : last[m];
 		cnt[m]++;
+		til[m] += c[i].tiles;
 	}
-	int k = 0, cmin = 1 << 30, cmax = 0;
+	int k = 0, cmin = 1 << 30, cmax = 0, tmin = 1 << 30, tmax = 0;
 	for (int m = 0; m < nsm; m++)
 		if (cnt[m]) {
 			spread[k] = last[m] - first[m];
 			lasts[k++] = last[m];
 			cmin = cnt[m] < cmin ? cnt[m] : cmin;
 			cmax = cnt[m] > cmax ? cnt[m] : cmax;
+			tmin = til[m] < tmin ? til[m] : tmin;
+			tmax = til[m] > tmax ? til[m] : tmax;
 		}
 	std::sort(spread, spread + k);
 	std::sort(lasts, lasts + k);
 	fprintf(stderr,
-		"idx-cta: %d SMs, %d - %d CTAs each; an SM's last end p0 %.2f p50 %.2f p100 %.2f; "
-		"its first-to-last spread p0 %.2f p50 %.2f p100 %.2f\n",
-		k, cmin, cmax, lasts[0], lasts[at(k, 0.5)], lasts[k - 1], spread[0],
+		"idx-cta: %d SMs, %d - %d CTAs and %d - %d tiles each; an SM's last end p0 %.2f p50 "
+		"%.2f p100 %.2f; its first-to-last spread p0 %.2f p50 %.2f p100 %.2f\n",
+		k, cmin, cmax, tmin, tmax, lasts[0], lasts[at(k, 0.5)], lasts[k - 1], spread[0],
 		spread[at(k, 0.5)], spread[k - 1]);
 	/* the SMs of the latest and the earliest CTA: their CTAs' ends in start order */
 	const int pick[2] = { c[n - 1].sm, c[0].sm };

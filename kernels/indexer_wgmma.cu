@@ -46,6 +46,7 @@
 #include "kernels/indexer_int.h"
 
 #include <stdint.h>
+#include <type_traits>
 
 namespace {
 
@@ -64,6 +65,7 @@ struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
 	int bin;          /* the row's threshold bucket b* */
 	int last;         /* this CTA arrived last at the row's barrier */
+	int ticket;       /* the FP8 one-row scan's claim on a last-round tile (scan_ss_kernel) */
 };
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
@@ -182,6 +184,7 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
  * G, ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
 struct ScanCta {
 	int req, row, L, x, G, n;
+	int n0, xt; /* tiles x + iG for i < n0, then tile xt where n > n0 (scan_ss_kernel) */
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
 	__device__ __forceinline__ bool begin(const idx_wg_args &a)
@@ -199,7 +202,8 @@ struct ScanCta {
 		x = (int)blockIdx.x;
 		if (x >= tiles)
 			return false;
-		n = (tiles - x + G - 1) / G;
+		n = n0 = (tiles - x + G - 1) / G;
+		xt = 0;
 		pt = a.page_table + (size_t)req * a.max_pages;
 		if (threadIdx.x == 0) {
 			idx_trace(a.trace, IDX_T_SCAN0);
@@ -212,6 +216,11 @@ struct ScanCta {
 	__device__ __forceinline__ int pt_at(int i) const
 	{
 		return i < n ? __ldg(pt + x + (size_t)i * G) : 0;
+	}
+	/* The row's tile of this CTA's tile i. */
+	__device__ __forceinline__ int tile_of(int i) const
+	{
+		return i < n0 ? x + i * G : xt;
 	}
 	/* Tile i's page (index p) of pages of `bytes`, or null past the end. */
 	__device__ __forceinline__ const uint8_t *page(const idx_wg_args &a, int i, int p,
@@ -237,13 +246,14 @@ __device__ __forceinline__ int hist_copies(const idx_wg_args &a)
 
 /* The row's histogram into the global one (copy x % hist_copies), after every tile (the
  * scan's tail). */
-__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h)
+__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h,
+					  int tiles)
 {
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		idx_trace(a.trace, IDX_T_SCAN1);
-		idx_trace_cta(a.trace, 1, 0);
+		idx_trace_cta(a.trace, 1, (unsigned long long)tiles);
 	}
 	uint32_t *gh =
 		a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy + (size_t)row * IDX_BINS;
@@ -360,7 +370,7 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
-	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
+	auto key_of = [&](int e) { return cta.tile_of(e >> 6) * kTile + (e & (kTile - 1)); };
 	/* its own scores (written before the flush's barrier), in flight across the grid's */
 	float s[kHold];
 #pragma unroll
@@ -542,16 +552,20 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 #pragma unroll
 		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++)
 			cp16(b + 2048 * i, src + 2048 * i, pol);
-		if (tid < kTile * 4 / 16)
-			cp16((uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4]),
-			     page + kTileBytes + tid * 16, pol);
+		if (tid < kTile * 4 / 16) /* no cache hint: with one, ptxas 13.0 made this copy
+					   * an LDGSTS of two uniform operands that faults as an
+					   * illegal instruction (bench/results/2026-12-01-h200-s17) */
+			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+					     (uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4])),
+				     "l"(page + kTileBytes + tid * 16)
+				     : "memory");
 	}
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
 /* S - 1 tiles in flight ahead of the one being scored. */
 template <int S>
-__global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a)
+__global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
@@ -559,7 +573,21 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	ScanCta cta;
 	if (!cta.begin(a))
 		return;
-	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
+	const int tid = threadIdx.x, row = cta.row, L = cta.L;
+	/* The fused (one-row) scan balances its last round by claims: every CTA scores the
+	 * same n0 = tiles / G tiles x + iG, and the rem = tiles % G tiles past them (n0 G +
+	 * j) go to the first CTAs to reach tile n0 - S - 1, whose thread 0 takes a ticket j
+	 * (count slot 5; the select's clear_row zeroes it) that the CTA reads a tile later,
+	 * in time to read that tile's page-table entry. The static split (x < rem take n0 +
+	 * 1) gave some SMs six CTAs of six tiles (36 tiles, 31 on average); with claims an
+	 * SM scores 30 - 34. H200, 1M keys (bench/results/2026-12-01-h200-s17, run 4): one
+	 * row 21.7 us a call against 22.0 - 22.1. Batch 8 (unfused, no claims) moved too,
+	 * 79.0 against 80.8 - 81.1 us: the 6-CTA register cap and the scales' copy without a
+	 * cache hint took the loop from 213 SASS instructions a tile to 198. */
+	const int tiles = (L + kTile - 1) / kTile, rem = tiles % cta.G, n0 = tiles / cta.G;
+	const bool claims = a.fused && rem && n0 >= S + 1; /* the same in every CTA of the row */
+	if (claims)
+		cta.n = cta.n0 = n0;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
 	auto pt_at = [&](int i) { return cta.pt_at(i); };
 	const uint64_t pol = l2_evict_first();
@@ -591,13 +619,26 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 	int key = cta.x * kTile + kt;
 	float *sp = a.scores + (size_t)row * a.sstride + key;
 
-	for (int i = 0; i < n; i++) {
+	/* Tile i; LATE: one of the last S + 1 static tiles, where claims are taken and read
+	 * (two copies of the loop: the claims cost the first tiles nothing) */
+	uint32_t ticket = 0;
+	auto tile = [&](const int i, auto late) {
 		const int slot = i % S;
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
+		if (late && i == n0 - S - 1 && tid == 0)
+			ticket = atomicAdd(a.count + (size_t)row * IDX_CNT + 5, 1u); /* waited for
+											 * at its store */
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
-		pnext = pt_at(i + S);
+		if (late && i == n0 - S) { /* the ticket (stored last tile): tile n0's page */
+			const int j = sm.tail.ticket;
+			if (j < rem)
+				cta.n = n0 + 1, cta.xt = n0 * cta.G + j;
+			pnext = j < rem ? __ldg(cta.pt + cta.xt) : 0;
+		} else {
+			pnext = pt_at(i + S);
+		}
 
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
 			      * first MMA of a tile; the previous tile's reads of d are fenced
@@ -614,11 +655,20 @@ __global__ void __launch_bounds__(kWgThreads) scan_ss_kernel(const idx_wg_args a
 		reg_fence(d);
 
 		score_tile(d, wt, c, ks, key < L, sp, sm.hist); /* warp w holds keys 16w .. + 15 */
-		key += kstep;
-		sp += kstep;
+		if (late && i == n0 - S - 1 && tid == 0)
+			sm.tail.ticket = (int)ticket;
+		/* the next tile's key: the claimed tile's after the last static one */
+		const int step = late && i == n0 - 1 ? (cta.xt - cta.x - i * cta.G) * kTile : kstep;
+		key += step;
+		sp += step;
 		/* no barrier here: the next tile's first one frees this slot */
-	}
-	flush_hist(a, row, sm.hist);
+	};
+	int i = 0;
+	for (const int m = claims ? n0 - S - 1 : cta.n; i < m; i++)
+		tile(i, std::false_type());
+	for (; i < cta.n; i++)
+		tile(i, std::true_type());
+	flush_hist(a, row, sm.hist, cta.n);
 	if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
@@ -836,7 +886,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 				step(i + 1, a1, a0, ks1, &ks0);
 		}
 	}
-	flush_hist(a, row, sm.hist);
+	flush_hist(a, row, sm.hist, cta.n);
 	if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
