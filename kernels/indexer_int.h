@@ -404,8 +404,7 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
-			       * count above b* (indexer_wgmma.cu scan_tail), the fused FP8
-			       * scan's last-round tile claims (scan_ss_kernel), 2 spare */
+			       * count above b* (indexer_wgmma.cu scan_tail), 3 spare */
 #define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 
 #ifdef __CUDACC__

@@ -46,7 +46,6 @@
 #include "kernels/indexer_int.h"
 
 #include <stdint.h>
-#include <type_traits>
 
 namespace {
 
@@ -65,7 +64,6 @@ struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
 	int bin;          /* the row's threshold bucket b* */
 	int last;         /* this CTA arrived last at the row's barrier */
-	int ticket;       /* the FP8 one-row scan's claim on a last-round tile (scan_ss_kernel) */
 };
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
@@ -184,7 +182,6 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
  * G, ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
 struct ScanCta {
 	int req, row, L, x, G, n;
-	int n0, xt; /* tiles x + iG for i < n0, then tile xt where n > n0 (scan_ss_kernel) */
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
 	__device__ __forceinline__ bool begin(const idx_wg_args &a)
@@ -202,8 +199,7 @@ struct ScanCta {
 		x = (int)blockIdx.x;
 		if (x >= tiles)
 			return false;
-		n = n0 = (tiles - x + G - 1) / G;
-		xt = 0;
+		n = (tiles - x + G - 1) / G;
 		pt = a.page_table + (size_t)req * a.max_pages;
 		if (threadIdx.x == 0) {
 			idx_trace(a.trace, IDX_T_SCAN0);
@@ -216,11 +212,6 @@ struct ScanCta {
 	__device__ __forceinline__ int pt_at(int i) const
 	{
 		return i < n ? __ldg(pt + x + (size_t)i * G) : 0;
-	}
-	/* The row's tile of this CTA's tile i. */
-	__device__ __forceinline__ int tile_of(int i) const
-	{
-		return i < n0 ? x + i * G : xt;
 	}
 	/* Tile i's page (index p) of pages of `bytes`, or null past the end. */
 	__device__ __forceinline__ const uint8_t *page(const idx_wg_args &a, int i, int p,
@@ -370,7 +361,7 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	uint32_t *cnt = a.count + (size_t)row * IDX_CNT;
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	const int mine = cta.n * kTile; /* this CTA's score slots (its last tile's may pass L) */
-	auto key_of = [&](int e) { return cta.tile_of(e >> 6) * kTile + (e & (kTile - 1)); };
+	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
 	/* its own scores (written before the flush's barrier), in flight across the grid's */
 	float s[kHold];
 #pragma unroll
@@ -553,8 +544,9 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 		for (int i = 0; i < kTileBytes / 16 / kWgThreads; i++)
 			cp16(b + 2048 * i, src + 2048 * i, pol);
 		if (tid < kTile * 4 / 16) /* no cache hint: with one, ptxas 13.0 made this copy
-					   * an LDGSTS of two uniform operands that faults as an
-					   * illegal instruction (bench/results/2026-12-01-h200-s17) */
+					   * (in a loop of 80 registers) an LDGSTS of two uniform
+					   * operands that faults as an illegal instruction
+					   * (bench/results/2026-12-01-h200-s17, run 3) */
 			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
 					     (uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4])),
 				     "l"(page + kTileBytes + tid * 16)
@@ -563,7 +555,10 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* S - 1 tiles in flight ahead of the one being scored. */
+/* S - 1 tiles in flight ahead of the one being scored. Six CTAs an SM (shared memory
+ * allows six): the register cap (80) took the tile loop from 213 SASS instructions a
+ * warp to 198; H200, 1M keys (bench/results/2026-12-01-h200-s17, run 5): batch 8 79.2 -
+ * 79.5 us a call against 80.8 - 81.1 (run 4's head), one row 21.7 against 22.0 - 22.1. */
 template <int S>
 __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_args a)
 {
@@ -573,21 +568,7 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 	ScanCta cta;
 	if (!cta.begin(a))
 		return;
-	const int tid = threadIdx.x, row = cta.row, L = cta.L;
-	/* The fused (one-row) scan balances its last round by claims: every CTA scores the
-	 * same n0 = tiles / G tiles x + iG, and the rem = tiles % G tiles past them (n0 G +
-	 * j) go to the first CTAs to reach tile n0 - S - 1, whose thread 0 takes a ticket j
-	 * (count slot 5; the select's clear_row zeroes it) that the CTA reads a tile later,
-	 * in time to read that tile's page-table entry. The static split (x < rem take n0 +
-	 * 1) gave some SMs six CTAs of six tiles (36 tiles, 31 on average); with claims an
-	 * SM scores 30 - 34. H200, 1M keys (bench/results/2026-12-01-h200-s17, run 4): one
-	 * row 21.7 us a call against 22.0 - 22.1. Batch 8 (unfused, no claims) moved too,
-	 * 79.0 against 80.8 - 81.1 us: the 6-CTA register cap and the scales' copy without a
-	 * cache hint took the loop from 213 SASS instructions a tile to 198. */
-	const int tiles = (L + kTile - 1) / kTile, rem = tiles % cta.G, n0 = tiles / cta.G;
-	const bool claims = a.fused && rem && n0 >= S + 1; /* the same in every CTA of the row */
-	if (claims)
-		cta.n = cta.n0 = n0;
+	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
 	auto pt_at = [&](int i) { return cta.pt_at(i); };
 	const uint64_t pol = l2_evict_first();
@@ -619,26 +600,13 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 	int key = cta.x * kTile + kt;
 	float *sp = a.scores + (size_t)row * a.sstride + key;
 
-	/* Tile i; LATE: one of the last S + 1 static tiles, where claims are taken and read
-	 * (two copies of the loop: the claims cost the first tiles nothing) */
-	uint32_t ticket = 0;
-	auto tile = [&](const int i, auto late) {
+	for (int i = 0; i < n; i++) {
 		const int slot = i % S;
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		if (late && i == n0 - S - 1 && tid == 0)
-			ticket = atomicAdd(a.count + (size_t)row * IDX_CNT + 5, 1u); /* waited for
-											 * at its store */
 		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
-		if (late && i == n0 - S) { /* the ticket (stored last tile): tile n0's page */
-			const int j = sm.tail.ticket;
-			if (j < rem)
-				cta.n = n0 + 1, cta.xt = n0 * cta.G + j;
-			pnext = j < rem ? __ldg(cta.pt + cta.xt) : 0;
-		} else {
-			pnext = pt_at(i + S);
-		}
+		pnext = pt_at(i + S);
 
 		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
 			      * first MMA of a tile; the previous tile's reads of d are fenced
@@ -655,19 +623,10 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 		reg_fence(d);
 
 		score_tile(d, wt, c, ks, key < L, sp, sm.hist); /* warp w holds keys 16w .. + 15 */
-		if (late && i == n0 - S - 1 && tid == 0)
-			sm.tail.ticket = (int)ticket;
-		/* the next tile's key: the claimed tile's after the last static one */
-		const int step = late && i == n0 - 1 ? (cta.xt - cta.x - i * cta.G) * kTile : kstep;
-		key += step;
-		sp += step;
+		key += kstep;
+		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
-	};
-	int i = 0;
-	for (const int m = claims ? n0 - S - 1 : cta.n; i < m; i++)
-		tile(i, std::false_type());
-	for (; i < cta.n; i++)
-		tile(i, std::true_type());
+	}
 	flush_hist(a, row, sm.hist, cta.n);
 	if (a.fused)
 		scan_tail(a, cta, sm.tail);

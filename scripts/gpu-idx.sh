@@ -21,7 +21,8 @@
 #                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
 #                    rounds alternating the tree (M) and each REV over 1M batch 1 / 8 of both
 #                    formats (CTX: other contexts), one line a point: graph us and eff;
-#                    ROUNDS: rounds (3); TRB8=1: one-row and batch-8 timelines of every
+#                    ROUNDS: rounds (3); CTEST_L=gpu CTEST_R=. CTEST_J=4: every GPU
+#                    test, 4 at a time; TRB8=1: one-row and batch-8 timelines of every
 #                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
 #                    at batch 1 and 8; CTEST_TO: the tests' timeout (300 s)
 #   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
@@ -45,8 +46,8 @@ traces() { # one-row timelines, both key formats (extra bench args: $@)
 	done
 }
 first_look() { # the tests matching CTEST_R (default the indexer's), one-row timelines
-	ctest --test-dir build-gpu -R "${CTEST_R:-kernels_gpu_indexer}" --output-on-failure \
-		--timeout "${CTEST_TO:-300}" >"$OUT/ctest.txt" 2>&1
+	ctest --test-dir build-gpu ${CTEST_L:+-L "$CTEST_L"} -R "${CTEST_R:-kernels_gpu_indexer}" \
+		-j "${CTEST_J:-1}" --output-on-failure --timeout "${CTEST_TO:-300}" >"$OUT/ctest.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
 	traces
 	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4

@@ -417,12 +417,12 @@ START_TEST(wgmma_scan)
 		}
 		int l1 = 262144; /* 1M tokens */
 		wgmma_case(fmt, 512, 1, &l1, 74, TD_RANDOM, 0, "1M top-512");
-		/* one row whose last round of tiles the FP8 scan's CTAs claim (on an H200:
-		 * 3,126 tiles over 792 CTAs, 3 each and 750 claimed, the last one partial),
-		 * random and all tied (the claimed tiles' ids must be the right ones) */
+		/* one long row (the fused tail) whose CTAs hold unequal tile counts and whose
+		 * last tile is partial (on an H200's FP8 scan: 3,126 tiles over 792 CTAs),
+		 * random and all tied (each score's id must be its own) */
 		int lc = 200001;
-		wgmma_case(fmt, 512, 1, &lc, 81, TD_RANDOM, 0, "one row, claimed tiles");
-		wgmma_case(fmt, 512, 1, &lc, 82, TD_EQUAL, 1, "one row, claimed tiles, all-equal");
+		wgmma_case(fmt, 512, 1, &lc, 81, TD_RANDOM, 0, "one row 200001");
+		wgmma_case(fmt, 512, 1, &lc, 82, TD_EQUAL, 1, "one row 200001, all-equal");
 		/* a batch of 16 rows of ~16K keys, mixed lengths (~49 scan CTAs a row on an
 		 * H200, ~5 tiles each): random, near-ties, and the two all-tied rows */
 		int lb[16];
