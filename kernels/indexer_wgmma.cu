@@ -556,9 +556,9 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 }
 
 /* S - 1 tiles in flight ahead of the one being scored. Six CTAs an SM (shared memory
- * allows six): the register cap (80) took the tile loop from 213 SASS instructions a
- * warp to 198; H200, 1M keys (bench/results/2026-12-01-h200-s17, run 5): batch 8 79.2 -
- * 79.5 us a call against 80.8 - 81.1 (run 4's head), one row 21.7 against 22.0 - 22.1. */
+ * allows six), so 80 registers: the cap took the tile loop from 213 SASS instructions a
+ * warp to 206. H200, 1M keys (bench/results/2026-12-01-h200-s17, run 6): batch 8 79.6 -
+ * 79.8 us a call against 81.4; one row 21.9 us, unchanged. */
 template <int S>
 __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_args a)
 {
