@@ -556,9 +556,10 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 }
 
 /* S - 1 tiles in flight ahead of the one being scored. Six CTAs an SM (shared memory
- * allows six), so 80 registers: the cap took the tile loop from 213 SASS instructions a
- * warp to 206. H200, 1M keys (bench/results/2026-12-01-h200-s17, run 6): batch 8 79.6 -
- * 79.8 us a call against 81.4; one row 21.9 us, unchanged. */
+ * allows six), so 80 registers: the cap and the scales' plain copy (ss_load) took the
+ * tile loop from 213 SASS instructions a warp to 206. H200, 1M keys (run 6 of
+ * bench/results/2026-12-01-h200-s17): batch 8 79.6 - 79.8 us a call against 81.4; one
+ * row 21.9 us, unchanged. */
 template <int S>
 __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_args a)
 {
