@@ -348,7 +348,7 @@ __device__ __forceinline__ void idx_trace(unsigned long long *t, int at)
 /* STRATA_IDX_TRACE's per-scan-CTA records, after the 2 IDX_TRACE_N points: 4 words a
  * CTA (blockIdx.y gridDim.x + blockIdx.x, the first IDX_TRACE_CTAS): its start and the end
  * of its tile loop (%globaltimer ns), its SM, and its tiles | blockIdx.y << 32. Thread 0
- * calls it at the scan0 (end 0) and scan1 (end 1, tiles: those scored, or 0) points. */
+ * calls it at the scan0 (end 0) and scan1 (end 1) points. */
 #define IDX_TRACE_CTAS 8192
 static __device__ __noinline__ void idx_trace_cta(unsigned long long *t, int end, unsigned long long tiles)
 {
@@ -359,8 +359,6 @@ static __device__ __noinline__ void idx_trace_cta(unsigned long long *t, int end
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
 	if (end) {
 		r[1] = ns;
-		if (tiles) /* the tiles it scored, where claims changed them */
-			r[3] = tiles | (unsigned long long)blockIdx.y << 32;
 		return;
 	}
 	unsigned sm;

@@ -237,14 +237,13 @@ __device__ __forceinline__ int hist_copies(const idx_wg_args &a)
 
 /* The row's histogram into the global one (copy x % hist_copies), after every tile (the
  * scan's tail). */
-__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h,
-					  int tiles)
+__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h)
 {
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		idx_trace(a.trace, IDX_T_SCAN1);
-		idx_trace_cta(a.trace, 1, (unsigned long long)tiles);
+		idx_trace_cta(a.trace, 1, 0);
 	}
 	uint32_t *gh =
 		a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy + (size_t)row * IDX_BINS;
@@ -628,7 +627,7 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
 	}
-	flush_hist(a, row, sm.hist, cta.n);
+	flush_hist(a, row, sm.hist);
 	if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
@@ -846,7 +845,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 				step(i + 1, a1, a0, ks1, &ks0);
 		}
 	}
-	flush_hist(a, row, sm.hist, cta.n);
+	flush_hist(a, row, sm.hist);
 	if (a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
