@@ -123,6 +123,11 @@ __device__ __forceinline__ void cp16(uint32_t dst, const void *src, uint64_t pol
 		     "l"(src), "l"(pol)
 		     : "memory");
 }
+/* The same without the cache hint. */
+__device__ __forceinline__ void cp16_plain(uint32_t dst, const void *src)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
 
 __device__ __forceinline__ void fence_async_smem()
 {
@@ -546,10 +551,8 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
 					   * (in a loop of 80 registers) an LDGSTS of two uniform
 					   * operands that faults as an illegal instruction
 					   * (bench/results/2026-12-01-h200-s17, run 3) */
-			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-					     (uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4])),
-				     "l"(page + kTileBytes + tid * 16)
-				     : "memory");
+			cp16_plain((uint32_t)__cvta_generic_to_shared(&sm.ks[slot][tid * 4]),
+				   page + kTileBytes + tid * 16);
 	}
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
