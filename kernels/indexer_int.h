@@ -457,11 +457,12 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* The counters (hist, count, hist2, flag) come first and are zero at rest: the caller zeroes
- * the scratch once after allocating it, and each call leaves them zero again (the
+/* The counters (hist, count, hist2, flag) come first and are zero at rest: the caller
+ * zeroes the scratch once after allocating it, and each call leaves them zero again (the
  * row's last filter CTA, or the select, clears what its row used; a fused FP8 scan's
- * last CTA zeroes histogram copies 1 .. IDX_HCOPIES - 1), so no call needs a memset. The rest (selected ids, candidates, scores) is written before
- * it is read in every call. */
+ * last CTA zeroes histogram copies 1 .. IDX_HCOPIES - 1), so no call needs a memset.
+ * The rest (selected ids, candidates, scores) is written before it is read in every
+ * call. */
 static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_layout *l)
 {
 	size_t rows = (size_t)(p->n_rows > 0 ? p->n_rows : 0);
