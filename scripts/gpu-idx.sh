@@ -25,6 +25,9 @@
 #                    test, 4 at a time; TRB8=1: one-row and batch-8 timelines of every
 #                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
 #                    at batch 1 and 8; CTEST_TO: the tests' timeout (300 s)
+#   lean             the CLI alone (no tests), one-row timelines of both formats (the
+#                    last two of each printed) and 1M batch 1 / 8 once: ~40 s of device
+#                    time, for a first look at a tail change (carry .deps only)
 #   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
 #                    here with them (this machine has nvcc and ptxas only)
 set -u
@@ -140,13 +143,19 @@ abq)
 		echo "check rc=$?" | tee -a "$OUT/check.txt"
 	fi
 	;;
+lean)
+	build || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+	traces
+	for f in fp8 mxfp4; do grep -h "idx-trace" "$OUT/tr_$f.txt" | tail -2; done
+	points $B
+	;;
 tools)
 	for t in cuobjdump nvdisasm; do
 		gzip -c "/usr/local/cuda/bin/$t" >"$OUT/$t.gz"
 	done
 	;;
 *)
-	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV...|tools" >&2
+	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV...|lean|tools" >&2
 	exit 2
 	;;
 esac
