@@ -276,7 +276,10 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
  * H200, 1M keys, one row, alternated against the filter path (bench/results/
  * 2026-11-30-h200-s11): FP8 24.2 - 24.3 us against 24.5 - 24.6, MXFP4 26.1 - 26.2
  * against 26.6. One flag word polled by every CTA was 2x slower: the polls and the
- * arrivals queued on one line. */
+ * arrivals queued on one line. Finishing the select inside this kernel instead, on the
+ * last arrival's 128 threads, was correct and slower every way it was tried (per-CTA
+ * records, s12; place words for contiguous id ranges, s19: 23 - 32 us): one warp a
+ * scheduler runs the select's chain at a few hundred instructions a microsecond. */
 constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
 /* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
