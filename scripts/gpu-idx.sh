@@ -26,7 +26,7 @@
 #                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
 #                    at batch 1 and 8; CTEST_TO: the tests' timeout (300 s)
 #   lean             the CLI alone (no tests), one-row timelines of both formats (the
-#                    last two of each printed) and 1M batch 1 / 8 once: ~40 s of device
+#                    last two of each printed, labelled) and 1M batch 1 / 8 once: ~40 s of device
 #                    time, for a first look at a tail change (carry .deps only)
 #   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
 #                    here with them (this machine has nvcc and ptxas only)
@@ -48,12 +48,15 @@ traces() { # one-row timelines, both key formats (extra bench args: $@)
 			--q8 --wgmma --reps 8 "$@" >"$OUT/tr_$f${1:+_$2}.txt" 2>&1
 	done
 }
+show_traces() { # the last two timelines of each format (traces' files)
+	for f in fp8 mxfp4; do grep -h "idx-trace" "$OUT/tr_$f.txt" | tail -2 | sed "s/^/$f /"; done
+}
 first_look() { # the tests matching CTEST_R (default the indexer's), one-row timelines
 	ctest --test-dir build-gpu ${CTEST_L:+-L "$CTEST_L"} -R "${CTEST_R:-kernels_gpu_indexer}" \
 		-j "${CTEST_J:-1}" --output-on-failure --timeout "${CTEST_TO:-300}" >"$OUT/ctest.txt" 2>&1
 	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
 	traces
-	grep -h "idx-trace" "$OUT"/tr_*.txt | tail -4
+	show_traces
 }
 points() { # BINARY [LABEL...]: 1M (CTX) batch 1 / 8, both formats, a line a point
 	local b=$1
@@ -146,7 +149,7 @@ abq)
 lean)
 	build || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	traces
-	for f in fp8 mxfp4; do grep -h "idx-trace" "$OUT/tr_$f.txt" | tail -2; done
+	show_traces
 	points $B
 	;;
 tools)
