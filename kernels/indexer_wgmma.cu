@@ -718,8 +718,16 @@ __device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw,
  *    SM (80 registers). Batch 8: 92.0 - 92.5 us a call against 110.5 - 110.7 before this
  *    session. (Run 3, still with per-warp copies: 6 CTAs an SM 105.3 - 106.0 us, 5 CTAs
  *    109.1 - 109.7, the old kernel 110.8 - 111.2; at one row this loop lost, 26.8 us
- *    against 25.3 - 25.4, hence the other form there.) */
+ *    against 25.3 - 25.4, hence the other form there.) Unrolled by the ring's four
+ *    slots, so that each step's slot, barrier and copying warp are constants: ~250
+ *    instructions a warp a tile against ~290 (a few spilled registers now sit in the
+ *    loop), 1M batch 8 83.6 - 83.8 us a call against 86.0 - 86.3, batch 32 305.4 -
+ *    307.9 against 311.9 - 313.8 (bench/results/2026-12-01-h200-s20, run 5). */
 constexpr int kRsOneCtas = 6;
+
+template <int V> struct Ic { /* a compile-time int for the unrolled loop's steps */
+	static constexpr int value = V;
+};
 
 template <int S, bool ONE>
 __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kernel(const idx_wg_args a)
@@ -821,15 +829,39 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	};
 
 	if (ONE) {
-		for (int i = 0; i < n; i++) {
-			refill(i);
+		/* Tile i = 4j + U: its slot U, its copy's warp and slot fixed by U (S = 4), so
+		 * the loop is unrolled by four and those are constants. */
+		static_assert(S == 4, "one slot per unrolled step");
+		auto step = [&](auto u, int i) {
+			constexpr int U = decltype(u)::value;
+			if (lane == 0 && ((U + S - 1) & 3) == warp) { /* refill(i), unrolled */
+				const int t = i + S - 1;
+				if (t < n)
+					rs_bulk(page_at(pmine), ring0 + (uint32_t)((U + S - 1) & (S - 1)) * kMxPage,
+						bar0 + (uint32_t)((U + S - 1) & (S - 1)) * 8u);
+				pmine = cta.pt_at(t + 4);
+			}
 			uint32_t acur[16];
 			float kcur = 0.0f, d[32]; /* d not cleared: k-step 0 runs with scale-d = 0 */
-			read(i, acur, &kcur);
+			mbar_wait(bar0 + 8u * U, (uint32_t)(i >> 2) & 1u);
+			rs_read(nib0 + U * kMxPage, scw0 + U * (kMxPage / 4), g, c, csel, acur, &kcur);
 			mma(d, acur);
 			mma_wait(d, acur);
 			finish(d, kcur);
+		};
+		int i = 0;
+		for (; i + 4 <= n; i += 4) {
+			step(Ic<0>{}, i);
+			step(Ic<1>{}, i + 1);
+			step(Ic<2>{}, i + 2);
+			step(Ic<3>{}, i + 3);
 		}
+		if (i < n)
+			step(Ic<0>{}, i);
+		if (i + 1 < n)
+			step(Ic<1>{}, i + 1);
+		if (i + 2 < n)
+			step(Ic<2>{}, i + 2);
 	} else {
 		uint32_t a0[16], a1[16];
 		float ks0 = 0.0f, ks1 = 0.0f;
