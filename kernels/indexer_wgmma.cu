@@ -787,25 +787,28 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 	int key = cta.x * kTile + kWarpKeys * warp + g + 8 * c; /* tile by tile, as finish runs */
 	float *sp = a.scores + (size_t)row * a.sstride + key;
 
-	/* tile i + S - 1 into tile i - 1's slot: every warp read that at least a step ago, and
-	 * its values fed an MMA that this warp has waited for since (so every warp had
-	 * issued it) */
-	auto refill = [&](int i) {
+	/* tile t = i + S - 1 into tile i - 1's slot sl = t % S, by warp w = t % 4 (both
+	 * constants where the loop is unrolled): every warp read that slot at least a step
+	 * ago, and its values fed an MMA that this warp has waited for since (so every warp
+	 * had issued it) */
+	auto refill_to = [&](int i, int sl, int w) {
 		const int t = i + S - 1;
-		if (lane == 0 && (t & 3) == warp) {
+		if (lane == 0 && w == warp) {
 			if (t < n)
-				rs_bulk(page_at(pmine), slot_of(t), bar_of(t));
+				rs_bulk(page_at(pmine), ring0 + (uint32_t)sl * kMxPage, bar0 + (uint32_t)sl * 8u);
 			pmine = cta.pt_at(t + 4);
 		}
 	};
+	auto refill = [&](int i) { refill_to(i, (i + S - 1) & (S - 1), (i + S - 1) & 3); };
 	const uint8_t *nib0 = sm.ring[0] + warp * kWarpKeys * kMxKey;
 	const uint32_t *scw0 =
 		reinterpret_cast<const uint32_t *>(sm.ring[0] + kTile * kMxKey + warp * kWarpKeys * 4);
-	auto read = [&](int i, uint32_t(&dst)[16], float *ks) {
-		mbar_wait(bar_of(i), (uint32_t)(i / S) & 1u);
-		const int sl = i & (S - 1);
+	/* tile i from its slot sl (i % S, a constant where the loop is unrolled) */
+	auto read_from = [&](int i, int sl, uint32_t(&dst)[16], float *ks) {
+		mbar_wait(bar0 + 8u * (uint32_t)sl, (uint32_t)(i / S) & 1u);
 		rs_read(nib0 + sl * kMxPage, scw0 + sl * (kMxPage / 4), g, c, csel, dst, ks);
 	};
+	auto read = [&](int i, uint32_t(&dst)[16], float *ks) { read_from(i, i & (S - 1), dst, ks); };
 	auto mma = [&](float(&d)[32], uint32_t(&acur)[16]) {
 		reg_fence(d);
 		reg_fence(acur);
@@ -834,17 +837,10 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		static_assert(S == 4, "one slot per unrolled step");
 		auto step = [&](auto u, int i) {
 			constexpr int U = decltype(u)::value;
-			if (lane == 0 && ((U + S - 1) & 3) == warp) { /* refill(i), unrolled */
-				const int t = i + S - 1;
-				if (t < n)
-					rs_bulk(page_at(pmine), ring0 + (uint32_t)((U + S - 1) & (S - 1)) * kMxPage,
-						bar0 + (uint32_t)((U + S - 1) & (S - 1)) * 8u);
-				pmine = cta.pt_at(t + 4);
-			}
+			refill_to(i, (U + S - 1) & (S - 1), (U + S - 1) & 3);
 			uint32_t acur[16];
 			float kcur = 0.0f, d[32]; /* d not cleared: k-step 0 runs with scale-d = 0 */
-			mbar_wait(bar0 + 8u * U, (uint32_t)(i >> 2) & 1u);
-			rs_read(nib0 + U * kMxPage, scw0 + U * (kMxPage / 4), g, c, csel, acur, &kcur);
+			read_from(i, U, acur, &kcur);
 			mma(d, acur);
 			mma_wait(d, acur);
 			finish(d, kcur);
