@@ -49,7 +49,7 @@ static const char *usage =
 	"  now that no memset runs: the event overhead included in the others).\n"
 	"  --q8: FP8 queries (kernels.h q8; column q), as V4's indexer quantises them.\n"
 	"  --wgmma: with --q8, the FP8 tensor-core scan where it applies (kernels.h\n"
-	"  scan_wgmma: one row; column q says fp8-wgmma); --check then allows\n"
+	"  scan_wgmma: 1 - 4 rows; column q says fp8-wgmma); --check then allows\n"
 	"  2e-3 of the largest selected score at the k-th instead of 2e-5.\n"
 	"  --l2 cold (default): timed calls rotate over copies of the keys, >= 192 MiB\n"
 	"  apart, so no call finds its keys in L2 (a decode step's case); warm: one copy.\n"

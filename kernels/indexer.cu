@@ -1232,6 +1232,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.topk = p->topk;
 			w.trace = a.trace;
 			w.mx = p->fmt == STRATA_INDEX_MXFP4;
+			w.rows = p->max_rows <= 1 ? 1 : p->max_rows <= 2 ? 2 : 4;
 			/* the fused tail where no staging CTAs ride on the filter launch and no
 			 * per-phase events are asked for */
 			w.fused = !ev && !p->stage;

@@ -150,7 +150,8 @@ int strata_k_indexer_stage_ctas(strata_dev *dev, const strata_indexer_params *p,
 int strata_k_indexer_wgmma(const strata_dev *dev, const strata_indexer_params *p)
 {
 	if (!p || !p->scan_wgmma || !p->q8 ||
-	    ((uintptr_t)p->q8 & 15) || p->heads != 64 || p->B != 64 || p->max_rows != 1 ||
+	    ((uintptr_t)p->q8 & 15) || p->heads != 64 || p->B != 64 || p->max_rows < 1 ||
+	    p->max_rows > STRATA_INDEXER_MAX_ROWS ||
 	    !strata_dev_is_gpu(dev))
 		return 0;
 #ifdef STRATA_HAVE_CUDA

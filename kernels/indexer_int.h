@@ -69,8 +69,9 @@ STRATA_HD uint32_t idx_fp8_pair_bits(uint32_t word, int sub)
 #define IDX_FP8_PAIR_SCALE_BITS 0x7B80u /* bf16 2^120 */
 
 /* The FP8 tensor-core (wgmma) scan's inputs (indexer_wgmma.cu, built for sm_90a): FP8 or
- * MXFP4 keys with B = 64, FP8 queries of 64 heads (16-byte aligned), one row per request.
- * It writes scores and the first-level histogram as the default scan does. */
+ * MXFP4 keys with B = 64, FP8 queries of 64 heads (16-byte aligned), 1 - 4 rows per
+ * request (a CTA scores all of its request's rows on each key tile it reads). It writes
+ * scores and the first-level histograms as the default scan does. */
 typedef struct idx_wg_args {
 	const uint8_t *q8, *pages;
 	const float *w;
@@ -82,6 +83,7 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
+	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
 	/* the fused tail (indexer_wgmma.cu scan_tail): asked for; the filter's outputs */
 	int fused;
 	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */

@@ -58,6 +58,10 @@ constexpr int kFp8Page = kTile * (kRowB + 4); /* FP8 page: [64 x 128][64 x 4 fp3
 constexpr int kMxKey = 64;                    /* MXFP4 nibble bytes per key */
 constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
 constexpr int kWarpKeys = 16;                 /* keys of a tile per warp (keys as A) */
+constexpr int kQDesc = kHeads * kRowB >> 4;   /* a query row in a descriptor's start field */
+/* CTAs an SM by the rows R a CTA scores (1, 2 or 4), as shared memory allows: with R
+ * rows a CTA holds R queries and R histograms (8 KiB each). */
+constexpr int kCtasOf[5] = { 0, 6, 4, 0, 2 };
 
 /* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
@@ -66,21 +70,22 @@ struct TailSmem {
 	int last;         /* this CTA arrived last at the row's barrier */
 };
 
-/* FP8: the ring holds key tiles copied straight into the swizzled operand layout. */
-template <int S> struct SsSmem {
-	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned atoms */
+/* FP8: the ring holds key tiles copied straight into the swizzled operand layout. R:
+ * query rows a CTA scores (its request's, up to R), each with its query and histogram. */
+template <int S, int R> struct SsSmem {
+	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
 	float ks[S][kTile];                    /* the keys' fp32 scales */
-	uint32_t hist[IDX_BINS];
+	uint32_t hist[R][IDX_BINS];
 	TailSmem tail;
 };
-/* MXFP4: the query (B), a ring of raw pages (16-byte aligned: bulk copies) and the ring
- * slots' barriers. */
-template <int S> struct RsSmem {
-	uint8_t q[kHeads * kRowB];             /* the query, swizzled; 1 KiB-aligned */
+/* MXFP4: the queries (B, one a row), a ring of raw pages (16-byte aligned: bulk copies)
+ * and the ring slots' barriers. */
+template <int S, int R> struct RsSmem {
+	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned */
 	uint8_t ring[S][kMxPage];
 	uint64_t bar[S];
-	uint32_t hist[IDX_BINS];
+	uint32_t hist[R][IDX_BINS];
 	TailSmem tail;
 };
 template <typename T> constexpr size_t smem_of()
@@ -183,22 +188,30 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 		raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(raw) & 1023)) & 1023));
 }
 
-/* What a scan CTA works on: request blockIdx.y's row, its limit L, and the tiles x, x +
- * G, ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
+/* What a scan CTA works on: request blockIdx.y's rows row .. row + R - 1 (those it has),
+ * their limits lr[] (0: a row not scored here), the largest L, and the tiles x, x + G,
+ * ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
 struct ScanCta {
 	int req, row, L, x, G, n;
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
-	__device__ __forceinline__ bool begin(const idx_wg_args &a)
+	template <int R> __device__ __forceinline__ bool begin(const idx_wg_args &a, int (&lr)[R])
 	{
 		req = (int)blockIdx.y;
 		row = a.req_rows[req];
-		if (a.req_rows[req + 1] - row < 1)
+		const int nr = a.req_rows[req + 1] - row;
+		if (nr < 1)
 			return false;
-		L = a.row_limit[row];
-		L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
-		if (L <= a.topk)
-			return false; /* not scored: the filter writes 0 .. L-1 */
+		L = 0;
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+			int l = r < nr ? a.row_limit[row + r] : 0;
+			l = l < 0 ? 0 : (l > a.lim_cap ? a.lim_cap : l);
+			lr[r] = l > a.topk ? l : 0; /* else not scored: the filter writes 0 .. l-1 */
+			L = lr[r] > L ? lr[r] : L;
+		}
+		if (L == 0)
+			return false;
 		const int tiles = (L + kTile - 1) / kTile;
 		G = (int)gridDim.x;
 		x = (int)blockIdx.x;
@@ -240,9 +253,11 @@ __device__ __forceinline__ int hist_copies(const idx_wg_args &a)
 	return a.fused && !a.mx ? IDX_HCOPIES : 1;
 }
 
-/* The row's histogram into the global one (copy x % hist_copies), after every tile (the
- * scan's tail). */
-__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t *h)
+/* The rows' histograms into the global ones (copy x % hist_copies), after every tile (the
+ * scan's tail): row + r's where lr[r] (scored here). */
+template <int R>
+__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t (&h)[R][IDX_BINS],
+					   const int (&lr)[R])
 {
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
 	__syncthreads();
@@ -250,12 +265,17 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 		idx_trace(a.trace, IDX_T_SCAN1);
 		idx_trace_cta(a.trace, 1, 0);
 	}
-	uint32_t *gh =
-		a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy + (size_t)row * IDX_BINS;
-	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
-		const uint32_t v = h[i];
-		if (v)
-			atomicAdd(&gh[i], v);
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		if (R > 1 && !lr[r]) /* block-uniform; one row: scored, or the CTA had returned */
+			continue;
+		uint32_t *gh = a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy +
+			       (size_t)(row + r) * IDX_BINS;
+		for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
+			const uint32_t v = h[r][i];
+			if (v)
+				atomicAdd(&gh[i], v);
+		}
 	}
 	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
 	wait_groups<0>(); /* the trailing empty groups */
@@ -539,8 +559,8 @@ struct SsCopy {
 	{
 	}
 };
-template <int S>
-__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int slot, uint64_t pol,
+template <int S, int R>
+__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R> &sm, int slot, uint64_t pol,
 					const SsCopy &cp)
 {
 	const int tid = threadIdx.x;
@@ -565,16 +585,17 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S> &sm, int 
  * tile loop from 213 SASS instructions a warp to 206. H200, 1M keys (run 6 of
  * bench/results/2026-12-01-h200-s17): batch 8 79.6 - 79.8 us a call against 81.4; one
  * row 21.9 us, unchanged. */
-template <int S>
-__global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_args a)
+template <int S, int R>
+__global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
-	SsSmem<S> &sm = smem_at<SsSmem<S>>(smem_raw);
-	ScanCta cta;
-	if (!cta.begin(a))
+	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
+	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
+	int lr[R];
+	if (!cta.begin(a, lr))
 		return;
-	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
+	const int tid = threadIdx.x, row = cta.row, n = cta.n;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
 	auto pt_at = [&](int i) { return cta.pt_at(i); };
 	const uint64_t pol = l2_evict_first();
@@ -582,26 +603,35 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 
 #pragma unroll
 	for (int i = 0; i < S - 1; i++)
-		ss_load<S>(page_of(i, pt_at(i)), sm, i, pol, cp);
+		ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
 	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
-	{ /* the query (16-byte aligned: the dispatcher checks), the histogram */
-		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
+	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
-		for (int i = 0; i < kHeads * kRowB / 16 / kWgThreads; i++) {
-			const int c = tid + i * kWgThreads, h = c >> 3, ch = c & 7;
-			*reinterpret_cast<uint4 *>(sm.q + sw128(h, ch)) =
-				__ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16));
+		for (int r = 0; r < R; r++) {
+			const uint8_t *q = a.q8 + (size_t)(row + r) * kHeads * kRowB;
+			if (R > 1 && !lr[r])
+				continue; /* a row not scored here (its query may not exist) */
+#pragma unroll
+			for (int i = 0; i < kHeads * kRowB / 16 / kWgThreads; i++) {
+				const int c = tid + i * kWgThreads, h = c >> 3, ch = c & 7;
+				*reinterpret_cast<uint4 *>(sm.q[r] + sw128(h, ch)) =
+					__ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16));
+			}
+			for (int i = tid; i < IDX_BINS; i += kWgThreads)
+				sm.hist[r][i] = 0;
 		}
-		for (int i = tid; i < IDX_BINS; i += kWgThreads)
-			sm.hist[i] = 0;
-		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
+		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 	}
-	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q));
+	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q[0])); /* row r: + r kQDesc */
 	const uint64_t da0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-	float wt[16];
-	head_weights(a, row, c, wt);
-	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its slot, tile by tile */
+	float wt[R][16];
+#pragma unroll
+	for (int r = 0; r < R; r++)
+		if (R == 1 || lr[r])
+			head_weights(a, row + r, c, wt[r]);
+	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its slot, tile by tile (row r's
+	 * at sp + r sstride) */
 	const int kt = kWarpKeys * warp + g + 8 * (c & 1), kstep = cta.G * kTile;
 	int key = cta.x * kTile + kt;
 	float *sp = a.scores + (size_t)row * a.sstride + key;
@@ -611,30 +641,40 @@ __global__ void __launch_bounds__(kWgThreads, 6) scan_ss_kernel(const idx_wg_arg
 		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		ss_load<S>(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
+		ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
 		pnext = pt_at(i + S);
 
-		float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
-			      * first MMA of a tile; the previous tile's reads of d are fenced
-			      * before wgmma.fence, as the PTX rules ask */
 		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
-		reg_fence(d);
-		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+		/* the keys' scales, halved: the sums are of twice the ReLUs (one row: read while
+		 * its MMA runs) */
+		float ks = R > 1 ? 0.5f * sm.ks[slot][kt] : 0.0f;
 #pragma unroll
-		for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
-			wgmma_64x64x32(d, da + (uint64_t)(2 * k), db + (uint64_t)(2 * k), k);
-		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-		const float ks = 0.5f * sm.ks[slot][kt]; /* halved: the sums are of twice the ReLUs */
-		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-		reg_fence(d);
-
-		score_tile(d, wt, c, ks, key < L, sp, sm.hist); /* warp w holds keys 16w .. + 15 */
+		for (int r = 0; r < R; r++) { /* the rows in turn, on the same key tile */
+			if (R > 1 && !lr[r])
+				continue; /* block-uniform */
+			float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as
+				      * CUTLASS's first MMA of a tile; the previous reads of d are
+				      * fenced before wgmma.fence, as the PTX rules ask */
+			const uint64_t dq = db + (uint64_t)(r * kQDesc);
+			reg_fence(d);
+			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+			for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
+				wgmma_64x64x32(d, da + (uint64_t)(2 * k), dq + (uint64_t)(2 * k), k);
+			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+			if (R == 1)
+				ks = 0.5f * sm.ks[slot][kt];
+			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+			reg_fence(d);
+			/* warp w holds keys 16w .. + 15 */
+			score_tile(d, wt[r], c, ks, key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
+		}
 		key += kstep;
 		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
 	}
-	flush_hist(a, row, sm.hist);
-	if (a.fused)
+	flush_hist(a, row, sm.hist, lr);
+	if (R == 1 && a.fused) /* one row a CTA (wg_shape) */
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -729,17 +769,20 @@ template <int V> struct Ic { /* a compile-time int for the unrolled loop's steps
 	static constexpr int value = V;
 };
 
-template <int S, bool ONE>
-__global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kernel(const idx_wg_args a)
+template <int S, bool ONE, int R>
+__global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtasOf[R]) : 1)
+	scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3 && (S & (S - 1)) == 0, "a tile in flight beyond the next one; cheap slots");
+	static_assert(ONE || R == 1, "the two-set loop scores one row");
 	extern __shared__ uint8_t smem_raw[];
-	RsSmem<S> &sm = smem_at<RsSmem<S>>(smem_raw);
-	ScanCta cta;
-	if (!cta.begin(a))
+	RsSmem<S, R> &sm = smem_at<RsSmem<S, R>>(smem_raw);
+	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
+	int lr[R];
+	if (!cta.begin(a, lr))
 		return;
-	const int tid = threadIdx.x, row = cta.row, L = cta.L, n = cta.n;
+	const int tid = threadIdx.x, row = cta.row, n = cta.n;
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(sm.ring[0]);
 	const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&sm.bar[0]);
@@ -764,23 +807,31 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 			if (i < n)
 				rs_bulk(page_at(cta.pt_at(i)), slot_of(i), bar_of(i));
 	}
-	{ /* the query (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
-	   * the keys' dim order; the histogram */
-		const uint8_t *q = a.q8 + (size_t)row * kHeads * kRowB;
-		for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
-			const int h = i >> 5, kk = 4 * (i & 31); /* head, k position (0 .. 127) */
-			*reinterpret_cast<uint32_t *>(sm.q + sw128(h, kk >> 4) + (kk & 15)) =
-				__ldg(reinterpret_cast<const uint32_t *>(q + h * kRowB +
-									 rs_dim(kk >> 5, kk & 31)));
+	{ /* the queries (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
+	   * the keys' dim order; the histograms */
+#pragma unroll
+		for (int r = 0; r < R; r++) {
+			const uint8_t *q = a.q8 + (size_t)(row + r) * kHeads * kRowB;
+			if (R > 1 && !lr[r])
+				continue; /* a row not scored here (its query may not exist) */
+			for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
+				const int h = i >> 5, kk = 4 * (i & 31); /* head, k position (0 .. 127) */
+				*reinterpret_cast<uint32_t *>(sm.q[r] + sw128(h, kk >> 4) + (kk & 15)) =
+					__ldg(reinterpret_cast<const uint32_t *>(q + h * kRowB +
+										 rs_dim(kk >> 5, kk & 31)));
+			}
+			for (int i = tid; i < IDX_BINS; i += kWgThreads)
+				sm.hist[r][i] = 0;
 		}
-		for (int i = tid; i < IDX_BINS; i += kWgThreads)
-			sm.hist[i] = 0;
-		fence_async_smem(); /* the query's generic stores, before the MMA reads them */
+		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 		__syncthreads();    /* ... and the barriers initialised, for everyone's waits */
 	}
-	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q));
-	float wt[16];
-	head_weights(a, row, c, wt);
+	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q[0])); /* row r: + r kQDesc */
+	float wt[R][16];
+#pragma unroll
+	for (int r = 0; r < R; r++)
+		if (R == 1 || lr[r])
+			head_weights(a, row + r, c, wt[r]);
 	const uint32_t csel = 0x4440u + (uint32_t)c; /* scale byte c, zero-extended */
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its score slot, tile by tile */
 	const int kstep = cta.G * kTile;
@@ -809,14 +860,15 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		rs_read(nib0 + sl * kMxPage, scw0 + sl * (kMxPage / 4), g, c, csel, dst, ks);
 	};
 	auto read = [&](int i, uint32_t(&dst)[16], float *ks) { read_from(i, i & (S - 1), dst, ks); };
-	auto mma = [&](float(&d)[32], uint32_t(&acur)[16]) {
+	auto mma = [&](float(&d)[32], uint32_t(&acur)[16], int r) {
+		const uint64_t dq = db + (uint64_t)(r * kQDesc);
 		reg_fence(d);
 		reg_fence(acur);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
 		for (int k = 0; k < 4; k++)
 			wgmma_rs(d, *reinterpret_cast<const uint32_t(*)[4]>(&acur[4 * k]),
-				 db + (uint64_t)(2 * k), k);
+				 dq + (uint64_t)(2 * k), k);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 	};
 	auto mma_wait = [&](float(&d)[32], uint32_t(&acur)[16]) {
@@ -824,9 +876,12 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		reg_fence(d);
 		reg_fence(acur);
 	};
-	/* tile i's scores from its accumulators (score_tile), its key slots moved on */
-	auto finish = [&](const float(&d)[32], float kcur) {
-		score_tile(d, wt, c, kcur, key < L, sp, sm.hist);
+	/* tile i's scores for row r from its accumulators (score_tile); then (next) its key
+	 * slots moved on */
+	auto finish = [&](const float(&d)[32], float kcur, int r) {
+		score_tile(d, wt[r], c, kcur, key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
+	};
+	auto next = [&]() {
 		key += kstep;
 		sp += kstep;
 	};
@@ -839,11 +894,18 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 			constexpr int U = decltype(u)::value;
 			refill_to(i, (U + S - 1) & (S - 1), (U + S - 1) & 3);
 			uint32_t acur[16];
-			float kcur = 0.0f, d[32]; /* d not cleared: k-step 0 runs with scale-d = 0 */
+			float kcur = 0.0f;
 			read_from(i, U, acur, &kcur);
-			mma(d, acur);
-			mma_wait(d, acur);
-			finish(d, kcur);
+#pragma unroll
+			for (int r = 0; r < R; r++) { /* the rows in turn, on the same A registers */
+				if (R > 1 && !lr[r])
+					continue; /* block-uniform */
+				float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 */
+				mma(d, acur, r);
+				mma_wait(d, acur);
+				finish(d, kcur, r);
+			}
+			next();
 		};
 		int i = 0;
 		for (; i + 4 <= n; i += 4) {
@@ -866,12 +928,13 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 		auto step = [&](int i, uint32_t(&acur)[16], uint32_t(&anext)[16], float kcur,
 				float *knext) {
 			float d[32];
-			mma(d, acur);
+			mma(d, acur, 0);
 			refill(i);
 			if (i + 1 < n)
 				read(i + 1, anext, knext);
 			mma_wait(d, acur);
-			finish(d, kcur);
+			finish(d, kcur, 0);
+			next();
 		};
 		for (int i = 0; i < n; i += 2) {
 			step(i, a0, a1, ks0, &ks1);
@@ -879,8 +942,8 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? kRsOneCtas : 1) scan_rs_kern
 				step(i + 1, a1, a0, ks1, &ks0);
 		}
 	}
-	flush_hist(a, row, sm.hist);
-	if (a.fused)
+	flush_hist(a, row, sm.hist, lr);
+	if (R == 1 && a.fused)
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -921,7 +984,8 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	long long gx = slots / (n_req > 0 ? n_req : 1);
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	*gx_out = gx;
-	*fuse = a->fused && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads && gx <= IDX_FLAGS;
+	*fuse = a->fused && a->rows == 1 && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
+		gx <= IDX_FLAGS;
 	return cudaSuccess;
 }
 
@@ -971,13 +1035,39 @@ extern "C" int idx_wgmma_ready(void)
 			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
 			major == 9 && minor == 0 &&
-			wg_prepare(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>()) &&
-			wg_prepare(scan_rs_kernel<kRsStages, false>, smem_of<RsSmem<kRsStages>>()) &&
-			wg_prepare(scan_rs_kernel<kRsStages, true>, smem_of<RsSmem<kRsStages>>());
+			wg_prepare(scan_ss_kernel<kSsStages, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 2>, smem_of<SsSmem<kSsStages, 2>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 4>, smem_of<SsSmem<kSsStages, 4>>()) &&
+			wg_prepare(scan_rs_kernel<kRsStages, false, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
+			wg_prepare(scan_rs_kernel<kRsStages, true, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
+			wg_prepare(scan_rs_kernel<kRsStages, true, 2>, smem_of<RsSmem<kRsStages, 2>>()) &&
+			wg_prepare(scan_rs_kernel<kRsStages, true, 4>, smem_of<RsSmem<kRsStages, 4>>());
 		if (!ready)
 			(void)cudaGetLastError(); /* "no kernel image" is not sticky: clear it */
 	}
 	return ready;
+}
+
+/* The scan with R query rows a CTA (a->rows). */
+template <int R>
+static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st, int *fused)
+{
+	if (!a->mx)
+		return wg_launch(scan_ss_kernel<kSsStages, R>, smem_of<SsSmem<kSsStages, R>>(), a, n_req,
+				 max_limit, st, fused);
+	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
+	if (R > 1) /* never fused (wg_shape): the one-set loop */
+		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused);
+	/* one row: the two-register-set loop where the fused tail runs, else the one-set loop
+	 * (more CTAs an SM; scan_rs_kernel) */
+	long long gx = 1;
+	int fuse = 0;
+	const cudaError_t e =
+		wg_shape(scan_rs_kernel<kRsStages, false, 1>, smem, a, n_req, max_limit, &gx, &fuse);
+	if (e != cudaSuccess)
+		return (int)e;
+	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false, 1>, smem, a, n_req, max_limit, st, fused)
+		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, smem, a, n_req, max_limit, st, fused);
 }
 
 extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream,
@@ -987,18 +1077,14 @@ extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, vo
 	if (!idx_wgmma_ready())
 		return (int)cudaErrorInvalidDeviceFunction;
 	cudaStream_t st = (cudaStream_t)stream;
-	if (!a->mx)
-		return wg_launch(scan_ss_kernel<kSsStages>, smem_of<SsSmem<kSsStages>>(), a, n_req,
-				 max_limit, st, fused);
-	/* MXFP4: the two-register-set loop where the fused tail runs, else the one-set loop
-	 * (more CTAs an SM; scan_rs_kernel) */
-	const size_t smem = smem_of<RsSmem<kRsStages>>();
-	long long gx = 1;
-	int fuse = 0;
-	const cudaError_t e =
-		wg_shape(scan_rs_kernel<kRsStages, false>, smem, a, n_req, max_limit, &gx, &fuse);
-	if (e != cudaSuccess)
-		return (int)e;
-	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false>, smem, a, n_req, max_limit, st, fused)
-		    : wg_launch(scan_rs_kernel<kRsStages, true>, smem, a, n_req, max_limit, st, fused);
+	switch (a->rows) {
+	case 1:
+		return wg_scan_rows<1>(a, n_req, max_limit, st, fused);
+	case 2:
+		return wg_scan_rows<2>(a, n_req, max_limit, st, fused);
+	case 4:
+		return wg_scan_rows<4>(a, n_req, max_limit, st, fused);
+	default:
+		return (int)cudaErrorInvalidValue;
+	}
 }

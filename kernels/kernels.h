@@ -227,8 +227,9 @@ typedef struct strata_indexer_params {
 	 * this; FP8 tensor cores need wgmma.) 8-byte alignment is faster; any works. */
 	const uint8_t *q8;
 	/* 1: score on Hopper's FP8 tensor cores (wgmma, an sm_90a kernel) where the call
-	 * allows it: FP8 or MXFP4 keys, q8 16-byte aligned, 64 heads, B = 64, max_rows 1,
-	 * a compute capability 9.0 GPU (strata_k_indexer_wgmma says whether it does); the
+	 * allows it: FP8 or MXFP4 keys, q8 16-byte aligned, 64 heads, B = 64, max_rows 1 - 4
+	 * (a request's rows scored together on each key tile it reads), a compute
+	 * capability 9.0 GPU (strata_k_indexer_wgmma says whether it does); the
 	 * default scan elsewhere and on the CPU. MXFP4 keys are rewritten as e4m3 times a
 	 * per-key power of two, exactly while a key's group scales span <= 14 octaves
 	 * (groups further below its largest read as zero; indexer_int.h). These tensor

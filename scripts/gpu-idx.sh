@@ -58,12 +58,12 @@ first_look() { # the tests matching CTEST_R (default the indexer's), one-row tim
 	traces
 	show_traces
 }
-points() { # BINARY [LABEL...]: 1M (CTX) batch 1 / 8 (BATCH), both formats, a line a point
+points() { # BINARY [LABEL...]: 1M (CTX) batch 1 / 8 (BATCH), rows 1 (ROWS), both formats, a line a point
 	local b=$1
 	shift
-	timeout 100 $b bench indexer --ctx "${CTX:-1M}" --batch "${BATCH:-1,8}" --rows 1 --fmt fp8,mxfp4 --q8 \
-		--wgmma 2>&1 | grep -E "^(fp8|mxfp4) " |
-		awk -v l="$*" '{print (l == "" ? "" : l " ") $1, $3, $4, "graph", $9, "eff", $14}'
+	timeout 100 $b bench indexer --ctx "${CTX:-1M}" --batch "${BATCH:-1,8}" --rows "${ROWS:-1}" \
+		--fmt fp8,mxfp4 --q8 --wgmma 2>&1 | grep -E "^(fp8|mxfp4) " |
+		awk -v l="$*" '{print (l == "" ? "" : l " ") $1, $3, $4, "rows", $5, "graph", $9, "eff", $14}'
 }
 ab() { # REV: gpu-ab.sh run, its logs in OUT/ab.tgz
 	OUT=$OUT CTEST_R="${CTEST_R-}" \

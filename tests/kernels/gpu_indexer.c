@@ -365,19 +365,22 @@ START_TEST(fp8_queries)
 END_TEST
 
 /* The FP8 tensor-core scan (strata_indexer_params.scan_wgmma): FP8 or MXFP4 keys (the
- * latter converted to e4m3 in shared memory), FP8 queries, one row per request, 64 heads,
+ * latter converted to e4m3 in registers), FP8 queries, 1 - 4 rows per request, 64 heads,
  * B = 64. Within its stated tolerance of the twin and the reference; exact ties still go
  * to the lowest ids, bit for bit; fused, phases and graph paths agree bit for bit
  * (run_gpu). Hopper GPUs must run it. */
-/* One wgmma case: n single-row requests with limits lim, FP8 queries, checked. */
-static void wgmma_case(strata_index_fmt fmt, int k, int n, int *lim, uint64_t seed,
-		       enum td_mode kind, int strict, const char *what)
+/* One wgmma case: n requests of rows_of[i] rows (NULL: one each) with limits lim (one a
+ * row), FP8 queries, checked. */
+static void wgmma_rows_case(strata_index_fmt fmt, int k, int n, const int *rows_of, int *lim,
+			    uint64_t seed, enum td_mode kind, int strict, const char *what)
 {
-	int one[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-	char label[64];
+	int rows[16];
+	char label[80];
 	td t;
 	ck_assert_int_le(n, 16);
-	td_make(&t, fmt, 64, k, n, one, lim, 64, seed, kind);
+	for (int i = 0; i < n; i++)
+		rows[i] = rows_of ? rows_of[i] : 1;
+	td_make(&t, fmt, 64, k, n, rows, lim, 64, seed, kind);
 	td_use_q8(&t);
 	t.p.scan_wgmma = 1;
 	ck_assert_int_eq(strata_k_indexer_wgmma(dev, &t.p), 1);
@@ -385,6 +388,11 @@ static void wgmma_case(strata_index_fmt fmt, int k, int n, int *lim, uint64_t se
 		 what);
 	check_case(&t, strict, label);
 	td_free(&t);
+}
+static void wgmma_case(strata_index_fmt fmt, int k, int n, int *lim, uint64_t seed,
+		       enum td_mode kind, int strict, const char *what)
+{
+	wgmma_rows_case(fmt, k, n, NULL, lim, seed, kind, strict, what);
 }
 
 START_TEST(wgmma_scan)
@@ -436,6 +444,28 @@ START_TEST(wgmma_scan)
 		 * batch scan) and one below k */
 		int ll[5] = { 262144, 250000, 240007, 200001, 300 };
 		wgmma_case(fmt, 512, 5, ll, 80, TD_RANDOM, 0, "batch-5 long rows");
+		/* several rows a request (MTP drafts: one CTA scores all of its request's rows
+		 * on each key tile): 2, 4, 1 and 3 rows (a CTA of 4 row slots with 3 rows),
+		 * rows at or below k among scored ones (left to the filter), limits a row
+		 * apart and far apart */
+		const int mr[4] = { 2, 4, 1, 3 };
+		int ml[10] = { 20000, 20001, 65536, 65537, 300, 41000, 777, 513, 512, 514 };
+		wgmma_rows_case(fmt, 512, 4, mr, ml, 83, TD_RANDOM, 0, "rows 2/4/1/3 random");
+		wgmma_rows_case(fmt, 512, 4, mr, ml, 84, TD_CLUSTERED, 0, "rows 2/4/1/3 clustered");
+		wgmma_rows_case(fmt, 512, 4, mr, ml, 85, TD_MIXED_W, 0, "rows 2/4/1/3 signed-w");
+		for (int mode = 0; mode < 2; mode++) {
+			const int tr[2] = { 2, 3 };
+			int tl[5] = { 3000, 3001, 40000, 1025, 39999 };
+			wgmma_rows_case(fmt, 1024, 2, tr, tl, 86, mode ? TD_NEGATIVE : TD_EQUAL, 1,
+					mode ? "rows 2/3 all-relu-zero" : "rows 2/3 all-equal");
+		}
+		/* long rows: one request of 4 rows (512K tokens: ~32 tiles a CTA), then two
+		 * requests of 2 */
+		const int r4[1] = { 4 }, r22[2] = { 2, 2 };
+		int l4[4] = { 131072, 131073, 131074, 131075 };
+		wgmma_rows_case(fmt, 512, 1, r4, l4, 87, TD_RANDOM, 0, "one request, 4 long rows");
+		int l22[4] = { 200001, 200002, 150000, 150001 };
+		wgmma_rows_case(fmt, 512, 2, r22, l22, 88, TD_CLUSTERED, 0, "2 requests, 2 long rows");
 	}
 }
 END_TEST
