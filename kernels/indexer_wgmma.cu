@@ -181,6 +181,32 @@ template <int N> __device__ __forceinline__ void wait_groups()
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/* A key tile's R > 1 rows in turn (rows r with lr[r]; block-uniform), two accumulator
+ * sets deep: row r + 1's MMA is issued (issue(d, r + 1): its wgmmas, one commit group)
+ * before row r's epilogue (epi(d, r)) runs, so each row's MMA runs under the previous
+ * row's epilogue. Every MMA issued here is complete on return. */
+template <int R, typename Issue, typename Epi>
+__device__ __forceinline__ void rows_overlapped(const int (&lr)[R], Issue issue, Epi epi)
+{
+	float d[2][32];
+	if (lr[0])
+		issue(d[0], 0);
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		const bool nxt = r + 1 < R && lr[r + 1];
+		if (nxt)
+			issue(d[(r + 1) & 1], r + 1);
+		if (lr[r]) {
+			if (nxt) /* row r's group done, row r + 1's in flight */
+				asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+			else
+				asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+			reg_fence(d[r & 1]);
+			epi(d[r & 1], r);
+		}
+	}
+}
+
 /* The dynamic shared memory, aligned to 1 KiB (the swizzle's atoms). */
 template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 {
@@ -645,16 +671,10 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 		pnext = pt_at(i + S);
 
 		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
-		/* the keys' scales, halved: the sums are of twice the ReLUs (one row: read while
-		 * its MMA runs) */
-		float ks = R > 1 ? 0.5f * sm.ks[slot][kt] : 0.0f;
-#pragma unroll
-		for (int r = 0; r < R; r++) { /* the rows in turn, on the same key tile */
-			if (R > 1 && !lr[r])
-				continue; /* block-uniform */
-			float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 (D = A B), as
-				      * CUTLASS's first MMA of a tile; the previous reads of d are
-				      * fenced before wgmma.fence, as the PTX rules ask */
+		/* row r's MMA (not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
+		 * first MMA of a tile; the previous reads of d are fenced before wgmma.fence, as
+		 * the PTX rules ask) */
+		auto issue = [&](float(&d)[32], int r) {
 			const uint64_t dq = db + (uint64_t)(r * kQDesc);
 			reg_fence(d);
 			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -662,12 +682,23 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 			for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
 				wgmma_64x64x32(d, da + (uint64_t)(2 * k), dq + (uint64_t)(2 * k), k);
 			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-			if (R == 1)
-				ks = 0.5f * sm.ks[slot][kt];
+		};
+		if (R == 1) {
+			float d[32];
+			issue(d, 0);
+			/* the keys' scales, halved (the sums are of twice the ReLUs), read while
+			 * the MMA runs */
+			const float ks = 0.5f * sm.ks[slot][kt];
 			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 			reg_fence(d);
 			/* warp w holds keys 16w .. + 15 */
-			score_tile(d, wt[r], c, ks, key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
+			score_tile(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0]);
+		} else {
+			const float ks = 0.5f * sm.ks[slot][kt];
+			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
+				score_tile(d, wt[r], c, ks, key < lr[r], sp + (size_t)r * a.sstride,
+					   sm.hist[r]);
+			});
 		}
 		key += kstep;
 		sp += kstep;
@@ -896,14 +927,15 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 			uint32_t acur[16];
 			float kcur = 0.0f;
 			read_from(i, U, acur, &kcur);
-#pragma unroll
-			for (int r = 0; r < R; r++) { /* the rows in turn, on the same A registers */
-				if (R > 1 && !lr[r])
-					continue; /* block-uniform */
+			if (R == 1) {
 				float d[32]; /* not cleared: k-step 0 runs with scale-d = 0 */
-				mma(d, acur, r);
+				mma(d, acur, 0);
 				mma_wait(d, acur);
-				finish(d, kcur, r);
+				finish(d, kcur, 0);
+			} else { /* the rows in turn, on the same A registers */
+				rows_overlapped(lr, [&](float(&d)[32], int r) { mma(d, acur, r); },
+						[&](const float(&d)[32], int r) { finish(d, kcur, r); });
+				reg_fence(acur); /* every MMA done: the next read may write them */
 			}
 			next();
 		};
