@@ -181,29 +181,28 @@ template <int N> __device__ __forceinline__ void wait_groups()
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* A key tile's R > 1 rows in turn (rows r with lr[r]; block-uniform), two accumulator
- * sets deep: row r + 1's MMA is issued (issue(d, r + 1): its wgmmas, one commit group)
- * before row r's epilogue (epi(d, r)) runs, so each row's MMA runs under the previous
- * row's epilogue. Every MMA issued here is complete on return. */
+/* A key tile's R > 1 rows in turn, two accumulator sets deep: row r + 1's MMA is issued
+ * (issue(d, r + 1): its wgmmas, one commit group) before row r's epilogue (epi(d, r))
+ * runs, so each row's MMA runs under the previous row's epilogue. Every row's MMA is
+ * issued, and waited for, unconditionally (ptxas serialises the wgmmas where they or
+ * their waits sit under branches); epilogues run for rows r with lr[r] (block-uniform).
+ * Every MMA issued here is complete on return. */
 template <int R, typename Issue, typename Epi>
 __device__ __forceinline__ void rows_overlapped(const int (&lr)[R], Issue issue, Epi epi)
 {
 	float d[2][32];
-	if (lr[0])
-		issue(d[0], 0);
+	issue(d[0], 0);
 #pragma unroll
 	for (int r = 0; r < R; r++) {
-		const bool nxt = r + 1 < R && lr[r + 1];
-		if (nxt)
+		if (r + 1 < R) {
 			issue(d[(r + 1) & 1], r + 1);
-		if (lr[r]) {
-			if (nxt) /* row r's group done, row r + 1's in flight */
-				asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-			else
-				asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-			reg_fence(d[r & 1]);
-			epi(d[r & 1], r);
+			asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* row r's */
+		} else {
+			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 		}
+		reg_fence(d[r & 1]);
+		if (lr[r])
+			epi(d[r & 1], r);
 	}
 }
 
@@ -634,14 +633,16 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
+			/* a row not scored here (its query may not exist) still feeds an MMA
+			 * (rows_overlapped): zeros */
 			const uint8_t *q = a.q8 + (size_t)(row + r) * kHeads * kRowB;
-			if (R > 1 && !lr[r])
-				continue; /* a row not scored here (its query may not exist) */
+			const bool on = R == 1 || lr[r];
 #pragma unroll
 			for (int i = 0; i < kHeads * kRowB / 16 / kWgThreads; i++) {
 				const int c = tid + i * kWgThreads, h = c >> 3, ch = c & 7;
 				*reinterpret_cast<uint4 *>(sm.q[r] + sw128(h, ch)) =
-					__ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16));
+					on ? __ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16))
+					   : make_uint4(0, 0, 0, 0);
 			}
 			for (int i = tid; i < IDX_BINS; i += kWgThreads)
 				sm.hist[r][i] = 0;
@@ -842,14 +843,16 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 	   * the keys' dim order; the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
+			/* a row not scored here (its query may not exist) still feeds an MMA
+			 * (rows_overlapped): zeros */
 			const uint8_t *q = a.q8 + (size_t)(row + r) * kHeads * kRowB;
-			if (R > 1 && !lr[r])
-				continue; /* a row not scored here (its query may not exist) */
+			const bool on = R == 1 || lr[r];
 			for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
 				const int h = i >> 5, kk = 4 * (i & 31); /* head, k position (0 .. 127) */
 				*reinterpret_cast<uint32_t *>(sm.q[r] + sw128(h, kk >> 4) + (kk & 15)) =
-					__ldg(reinterpret_cast<const uint32_t *>(q + h * kRowB +
-										 rs_dim(kk >> 5, kk & 31)));
+					on ? __ldg(reinterpret_cast<const uint32_t *>(
+						     q + h * kRowB + rs_dim(kk >> 5, kk & 31)))
+					   : 0u;
 			}
 			for (int i = tid; i < IDX_BINS; i += kWgThreads)
 				sm.hist[r][i] = 0;
