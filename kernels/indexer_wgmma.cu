@@ -61,7 +61,16 @@ constexpr int kWarpKeys = 16;                 /* keys of a tile per warp (keys a
 constexpr int kQDesc = kHeads * kRowB >> 4;   /* a query row in a descriptor's start field */
 /* CTAs an SM by the rows R a CTA scores (1, 2 or 4), as shared memory allows: with R
  * rows a CTA holds R queries and R histograms (8 KiB each). */
-constexpr int kCtasOf[5] = { 0, 6, 4, 0, 2 };
+constexpr int kCtasOf[5] = { 0, 6, 4, 0, 3 };
+/* Words of a row's shared histogram: one a bucket for one row; with R > 1 rows a CTA,
+ * two 16-bit counts a word (bucket b in half b % 2 of word b / 2), so that four rows
+ * fit three CTAs an SM. A CTA then scores at most kMaxTiles16 tiles (wg_shape), 64
+ * keys each: no count passes 65,535. */
+constexpr int hist_words(int R)
+{
+	return R == 1 ? IDX_BINS : IDX_BINS / 2;
+}
+constexpr int kMaxTiles16 = 65535 / 64;
 
 /* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
@@ -76,7 +85,7 @@ template <int S, int R> struct SsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
 	float ks[S][kTile];                    /* the keys' fp32 scales */
-	uint32_t hist[R][IDX_BINS];
+	uint32_t hist[R][hist_words(R)];
 	TailSmem tail;
 };
 /* MXFP4: the queries (B, one a row), a ring of raw pages (16-byte aligned: bulk copies)
@@ -85,7 +94,7 @@ template <int S, int R> struct RsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned */
 	uint8_t ring[S][kMxPage];
 	uint64_t bar[S];
-	uint32_t hist[R][IDX_BINS];
+	uint32_t hist[R][hist_words(R)];
 	TailSmem tail;
 };
 template <typename T> constexpr size_t smem_of()
@@ -281,8 +290,8 @@ __device__ __forceinline__ int hist_copies(const idx_wg_args &a)
 /* The rows' histograms into the global ones (copy x % hist_copies), after every tile (the
  * scan's tail): row + r's where lr[r] (scored here). */
 template <int R>
-__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const uint32_t (&h)[R][IDX_BINS],
-					   const int (&lr)[R])
+__device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
+					   const uint32_t (&h)[R][hist_words(R)], const int (&lr)[R])
 {
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
 	__syncthreads();
@@ -296,10 +305,17 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row, const 
 			continue;
 		uint32_t *gh = a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy +
 			       (size_t)(row + r) * IDX_BINS;
-		for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
+		for (int i = threadIdx.x; i < hist_words(R); i += kWgThreads) {
 			const uint32_t v = h[r][i];
-			if (v)
-				atomicAdd(&gh[i], v);
+			if (R == 1) {
+				if (v)
+					atomicAdd(&gh[i], v);
+			} else { /* two 16-bit counts */
+				if (v & 0xffffu)
+					atomicAdd(&gh[2 * i], v & 0xffffu);
+				if (v >> 16)
+					atomicAdd(&gh[2 * i + 1], v >> 16);
+			}
 		}
 	}
 	idx_trace_fenced(a.trace, IDX_T_SCAN2); /* when the flush is performed */
@@ -542,6 +558,7 @@ __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int 
  * lanes keep key g's sum, odd lanes key g + 8's, pairs first, then pairs of pairs (the
  * same order of adds for every key). Lanes c < 2 (key g + 8c) with `in` store the score
  * at sp and count it in the shared histogram. */
+template <bool PACKED = false>
 __device__ __forceinline__ void score_tile(const float (&d)[32], const float (&wt)[16], int c,
 					   float kscale, bool in, float *sp, uint32_t *hist)
 {
@@ -563,7 +580,11 @@ __device__ __forceinline__ void score_tile(const float (&d)[32], const float (&w
 		float sc = v * kscale;
 		sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
 		*sp = sc;
-		atomicAdd(&hist[idx_bucket_dev(sc)], 1u);
+		const uint32_t b = idx_bucket_dev(sc);
+		if (PACKED) /* hist_words: two 16-bit counts a word */
+			atomicAdd(&hist[b >> 1], 1u << ((b & 1u) << 4));
+		else
+			atomicAdd(&hist[b], 1u);
 	}
 }
 
@@ -644,7 +665,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 					on ? __ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16))
 					   : make_uint4(0, 0, 0, 0);
 			}
-			for (int i = tid; i < IDX_BINS; i += kWgThreads)
+			for (int i = tid; i < hist_words(R); i += kWgThreads)
 				sm.hist[r][i] = 0;
 		}
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
@@ -697,8 +718,8 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 		} else {
 			const float ks = 0.5f * sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
-				score_tile(d, wt[r], c, ks, key < lr[r], sp + (size_t)r * a.sstride,
-					   sm.hist[r]);
+				score_tile<true>(d, wt[r], c, ks, key < lr[r], sp + (size_t)r * a.sstride,
+						 sm.hist[r]);
 			});
 		}
 		key += kstep;
@@ -854,7 +875,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 						     q + h * kRowB + rs_dim(kk >> 5, kk & 31)))
 					   : 0u;
 			}
-			for (int i = tid; i < IDX_BINS; i += kWgThreads)
+			for (int i = tid; i < hist_words(R); i += kWgThreads)
 				sm.hist[r][i] = 0;
 		}
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
@@ -913,7 +934,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 	/* tile i's scores for row r from its accumulators (score_tile); then (next) its key
 	 * slots moved on */
 	auto finish = [&](const float(&d)[32], float kcur, int r) {
-		score_tile(d, wt[r], c, kcur, key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
+		score_tile<(R > 1)>(d, wt[r], c, kcur, key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
 	};
 	auto next = [&]() {
 		key += kstep;
@@ -1017,6 +1038,8 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
 	long long gx = slots / (n_req > 0 ? n_req : 1);
+	if (a->rows > 1 && gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16) /* 16-bit counts */
+		gx = (tiles + kMaxTiles16 - 1) / kMaxTiles16;
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	*gx_out = gx;
 	*fuse = a->fused && a->rows == 1 && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
