@@ -35,6 +35,15 @@
 // (scan_rs_kernel): the next tile converted while this one's MMA runs (the fused tail's
 // one-row launches), or one set of A registers and 6 CTAs an SM (batches).
 //
+// Rows (both scans): a request's 1 - 4 query rows (MTP drafts) are scored by the same
+// CTA, on each key tile it reads: the R queries sit side by side in shared memory as B
+// operands, and with R > 1 each row's MMA is issued before the previous row's epilogue
+// (two accumulator sets, rows_overlapped), so a key tile is read from HBM and (MXFP4)
+// converted once for all rows. Rows of a request with limit <= k are left to the filter,
+// as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
+// keys, batch 8 (bench/results/2026-12-01-h200-s21): 4 rows 207 us a call (FP8) and 217
+// (MXFP4), 0.71 - 0.74 of the roofline, where the default scan took 571 and 455.
+//
 // In both, every key's score has the same shape wherever it sits, so equal keys get
 // equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
 // each page-table entry is read a tile ahead of the copy that needs it (an index, made
@@ -59,9 +68,13 @@ constexpr int kMxKey = 64;                    /* MXFP4 nibble bytes per key */
 constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
 constexpr int kWarpKeys = 16;                 /* keys of a tile per warp (keys as A) */
 constexpr int kQDesc = kHeads * kRowB >> 4;   /* a query row in a descriptor's start field */
-/* CTAs an SM by the rows R a CTA scores (1, 2 or 4), as shared memory allows: with R
- * rows a CTA holds R queries and R histograms (8 KiB each). */
-constexpr int kCtasOf[5] = { 0, 6, 4, 0, 3 };
+/* CTAs an SM by the rows R a CTA scores (1, 2 or 4). One row: six (shared memory).
+ * With R rows a CTA holds R queries (8 KiB each) and R histograms (hist_words), and two
+ * accumulator sets and R rows' head weights in registers: R = 2 fits four CTAs by shared
+ * memory, three by registers (the FP8 and MXFP4 scans measured the same at 1M keys,
+ * batch 8 / 32, with four at 128 registers, the MXFP4 one spilling: bench/results/
+ * 2026-12-01-h200-s21); R = 4 fits three by both. */
+constexpr int kCtasOf[5] = { 0, 6, 3, 0, 3 };
 /* Words of a row's shared histogram: one a bucket for one row; with R > 1 rows a CTA,
  * two 16-bit counts a word (bucket b in half b % 2 of word b / 2), so that four rows
  * fit three CTAs an SM. A CTA then scores at most kMaxTiles16 tiles (wg_shape), 64
