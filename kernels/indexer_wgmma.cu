@@ -678,9 +678,9 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 					on ? __ldg(reinterpret_cast<const uint4 *>(q + h * kRowB + ch * 16))
 					   : make_uint4(0, 0, 0, 0);
 			}
-			for (int i = tid; i < hist_words(R); i += kWgThreads)
-				sm.hist[r][i] = 0;
 		}
+		for (int i = tid; i < R * hist_words(R); i += kWgThreads) /* every row's */
+			(&sm.hist[0][0])[i] = 0;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 	}
 	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q[0])); /* row r: + r kQDesc */
@@ -888,9 +888,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 						     q + h * kRowB + rs_dim(kk >> 5, kk & 31)))
 					   : 0u;
 			}
-			for (int i = tid; i < hist_words(R); i += kWgThreads)
-				sm.hist[r][i] = 0;
 		}
+		for (int i = tid; i < R * hist_words(R); i += kWgThreads) /* every row's */
+			(&sm.hist[0][0])[i] = 0;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 		__syncthreads();    /* ... and the barriers initialised, for everyone's waits */
 	}
