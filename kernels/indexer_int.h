@@ -83,13 +83,13 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
-	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
 	/* the fused tail (indexer_wgmma.cu scan_tail): asked for; the filter's outputs */
 	int fused;
 	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
+	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):

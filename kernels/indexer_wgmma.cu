@@ -249,16 +249,24 @@ struct ScanCta {
 		const int nr = a.req_rows[req + 1] - row;
 		if (nr < 1)
 			return false;
-		L = 0;
+		if constexpr (R == 1) {
+			L = a.row_limit[row];
+			L = L < 0 ? 0 : (L > a.lim_cap ? a.lim_cap : L);
+			if (L <= a.topk)
+				return false; /* not scored: the filter writes 0 .. L-1 */
+			lr[0] = L;
+		} else {
+			L = 0;
 #pragma unroll
-		for (int r = 0; r < R; r++) {
-			int l = r < nr ? a.row_limit[row + r] : 0;
-			l = l < 0 ? 0 : (l > a.lim_cap ? a.lim_cap : l);
-			lr[r] = l > a.topk ? l : 0; /* else not scored: the filter writes 0 .. l-1 */
-			L = lr[r] > L ? lr[r] : L;
+			for (int r = 0; r < R; r++) {
+				int l = r < nr ? a.row_limit[row + r] : 0;
+				l = l < 0 ? 0 : (l > a.lim_cap ? a.lim_cap : l);
+				lr[r] = l > a.topk ? l : 0; /* else not scored (as above) */
+				L = lr[r] > L ? lr[r] : L;
+			}
+			if (L == 0)
+				return false;
 		}
-		if (L == 0)
-			return false;
 		const int tiles = (L + kTile - 1) / kTile;
 		G = (int)gridDim.x;
 		x = (int)blockIdx.x;
@@ -880,13 +888,16 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 			/* a row not scored here (its query may not exist) still feeds an MMA
 			 * (rows_overlapped): zeros */
 			const uint8_t *q = a.q8 + (size_t)(row + r) * kHeads * kRowB;
-			const bool on = R == 1 || lr[r];
-			for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
-				const int h = i >> 5, kk = 4 * (i & 31); /* head, k position (0 .. 127) */
-				*reinterpret_cast<uint32_t *>(sm.q[r] + sw128(h, kk >> 4) + (kk & 15)) =
-					on ? __ldg(reinterpret_cast<const uint32_t *>(
-						     q + h * kRowB + rs_dim(kk >> 5, kk & 31)))
-					   : 0u;
+			if (R == 1 || lr[r]) {
+				for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
+					const int h = i >> 5, kk = 4 * (i & 31); /* head, k (0 .. 127) */
+					*reinterpret_cast<uint32_t *>(sm.q[r] + sw128(h, kk >> 4) + (kk & 15)) =
+						__ldg(reinterpret_cast<const uint32_t *>(
+							q + h * kRowB + rs_dim(kk >> 5, kk & 31)));
+				}
+			} else {
+				for (int i = tid; i < kHeads * kRowB / 16; i += kWgThreads)
+					reinterpret_cast<uint4 *>(sm.q[r])[i] = make_uint4(0, 0, 0, 0);
 			}
 		}
 		for (int i = tid; i < R * hist_words(R); i += kWgThreads) /* every row's */
