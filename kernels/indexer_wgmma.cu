@@ -41,8 +41,9 @@
 // (two accumulator sets, rows_overlapped), so a key tile is read from HBM and (MXFP4)
 // converted once for all rows. Rows of a request with limit <= k are left to the filter,
 // as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
-// keys, batch 8 (bench/results/2026-12-01-h200-s21): 4 rows 207 us a call (FP8) and 217
-// (MXFP4), 0.71 - 0.74 of the roofline, where the default scan took 571 and 455.
+// keys, batch 8 (bench/results/2026-12-01-h200-s21, runs 6, 8, 9): 4 rows 204 - 207 us a
+// call (FP8) and 217 - 227 (MXFP4), 0.68 - 0.78 of the roofline; 2 rows 110 - 112 and
+// 129 - 130 (0.58 - 0.70); the default scan in run 6: 410 / 414 (4 rows), 224 / 220 (2).
 //
 // In both, every key's score has the same shape wherever it sits, so equal keys get
 // equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
