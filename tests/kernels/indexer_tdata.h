@@ -6,6 +6,8 @@
 #define STRATA_TESTS_INDEXER_TDATA_H
 
 #include <math.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "kernels/codec.h"
 #include "kernels/kernels.h"
@@ -199,8 +201,6 @@ static int td_req_of_row(const td *t, int r)
 	return i;
 }
 
-/* Double-precision scores of row r for j < limit, and the row's magnitude bound
- * M = max_j s_j * sum_h |w_h| * sum_d |q_hd k_jd| (the scale of rounding error). */
 /* Switches t to FP8 queries: each query value rounded to e4m3 (x 16 first, so typical
  * values keep their precision; the 1/16 goes into w, a power of two), and q rewritten
  * to hold exactly those values, so the bf16 path, the FP8 path and the reference all
@@ -218,31 +218,74 @@ static inline void td_use_q8(td *t)
 	t->p.q8 = t->q8;
 }
 
-static void td_ref_scores(const td *t, int r, double *sc, double *mag)
+/* td_ref_scores' work on keys [j0, j1) of one row: their scores into sc[j], and their
+ * largest magnitude bound into m. */
+typedef struct td_ref_part {
+	const td *t;
+	const double *qd; /* the row's queries, [heads][128] */
+	int r, req, j0, j1;
+	double *sc, m;
+} td_ref_part;
+
+static void *td_ref_run(void *arg)
 {
+	td_ref_part *pa = arg;
+	const td *t = pa->t;
 	const strata_indexer_params *p = &t->p;
-	int req = td_req_of_row(t, r), lim = t->limits[r];
 	double v[128], s, m = 0;
-	double *qd = malloc(sizeof(double) * (size_t)p->heads * 128);
-	for (int i = 0; i < p->heads * 128; i++)
-		qd[i] = codec_bf16_decode(t->q[(size_t)r * p->heads * 128 + i]);
-	for (int j = 0; j < lim; j++) {
-		int64_t slot = (int64_t)t->pt[(size_t)req * p->max_pages + j / p->B] * p->B + j % p->B;
+	for (int j = pa->j0; j < pa->j1; j++) {
+		int64_t slot = (int64_t)t->pt[(size_t)pa->req * p->max_pages + j / p->B] * p->B + j % p->B;
 		td_key_values(t, slot, v, &s);
 		double acc = 0, am = 0;
 		for (int h = 0; h < p->heads; h++) {
 			double z = 0, za = 0;
 			for (int d = 0; d < 128; d++) {
-				z += qd[h * 128 + d] * v[d];
-				za += fabs(qd[h * 128 + d] * v[d]);
+				z += pa->qd[h * 128 + d] * v[d];
+				za += fabs(pa->qd[h * 128 + d] * v[d]);
 			}
-			double wv = t->w[(size_t)r * p->heads + h];
+			double wv = t->w[(size_t)pa->r * p->heads + h];
 			acc += wv * (z > 0 ? z : 0);
 			am += fabs(wv) * za;
 		}
-		sc[j] = acc * s;
+		pa->sc[j] = acc * s;
 		if (am * s > m)
 			m = am * s;
+	}
+	pa->m = m;
+	return NULL;
+}
+
+/* Double-precision scores of row r for j < limit, and the row's magnitude bound
+ * M = max_j s_j * sum_h |w_h| * sum_d |q_hd k_jd| (the scale of rounding error). Long
+ * rows are split over up to TD_REF_THREADS threads (each key's sum is the same either
+ * way, so are the results): the reference is most of a long case's time. */
+#define TD_REF_THREADS 16
+static void td_ref_scores(const td *t, int r, double *sc, double *mag)
+{
+	const strata_indexer_params *p = &t->p;
+	int req = td_req_of_row(t, r), lim = t->limits[r];
+	double *qd = malloc(sizeof(double) * (size_t)p->heads * 128);
+	for (int i = 0; i < p->heads * 128; i++)
+		qd[i] = codec_bf16_decode(t->q[(size_t)r * p->heads * 128 + i]);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = lim < 8192 ? 1 : cpus < 1 ? 1 : cpus > TD_REF_THREADS ? TD_REF_THREADS : (int)cpus;
+	td_ref_part part[TD_REF_THREADS];
+	pthread_t th[TD_REF_THREADS];
+	int started = 0;
+	for (int i = 0; i < n; i++) {
+		part[i] = (td_ref_part){ t, qd, r, req, (int)((int64_t)lim * i / n),
+					 (int)((int64_t)lim * (i + 1) / n), sc, 0 };
+		if (i + 1 < n && pthread_create(&th[i], NULL, td_ref_run, &part[i]) == 0)
+			started |= 1 << i;
+		else
+			td_ref_run(&part[i]); /* the last part, or a thread that could not start */
+	}
+	double m = 0;
+	for (int i = 0; i < n; i++) {
+		if (started >> i & 1)
+			pthread_join(th[i], NULL);
+		if (part[i].m > m)
+			m = part[i].m;
 	}
 	*mag = m;
 	free(qd);
