@@ -20,7 +20,7 @@
 #   abq REV...       quick's build, tests and timelines, then each REV's CLI (after
 #                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
 #                    rounds alternating the tree (M) and each REV over 1M batch 1 / 8 of both
-#                    formats (CTX: other contexts), one line a point: graph us and eff;
+#                    formats (CTX, BATCH, ROWS: other points), one line a point: graph us and eff;
 #                    ROUNDS: rounds (3); CTEST_L=gpu CTEST_R=. CTEST_J=4: every GPU
 #                    test, 4 at a time; TRB8=1: one-row and batch-8 timelines of every
 #                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
