@@ -19,7 +19,8 @@
 #                    formats once (CTX: other contexts): a first look at a change
 #   abq REV...       quick's build, tests and timelines, then each REV's CLI (after
 #                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
-#                    rounds alternating the tree (M) and each REV over 1M batch 1 / 8 of both
+#                    rounds alternating the tree (M) and each REV (M first in odd rounds,
+#                    last in even ones) over 1M batch 1 / 8 of both
 #                    formats (CTX, BATCH, ROWS: other points), one line a point: graph us and eff;
 #                    ROUNDS: rounds (3); CTEST_L=gpu CTEST_R=. CTEST_J=4: every GPU
 #                    test, 4 at a time; TRB8=1: one-row and batch-8 timelines of every
@@ -121,11 +122,12 @@ abq)
 	first_look
 	tar czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls build*.log tr_*.txt ctest.txt 2>/dev/null) &&
 		(cd "$OUT" && rm -f build*.log tr_fp8.txt tr_mxfp4.txt)
-	for i in $(seq "${ROUNDS:-3}"); do
-		points $B M "$i"
+	for i in $(seq "${ROUNDS:-3}"); do # even rounds run the REVs first (no position bias)
+		[ $((i % 2)) = 1 ] && points $B M "$i"
 		for v in "$@"; do
 			points "build-alt/b$v/strata" "$v" "$i"
 		done
+		[ $((i % 2)) = 0 ] && points $B M "$i"
 	done
 	if [ -n "${TRB8-}" ]; then # batch-1 and batch-8 timelines of every binary, one file
 		for v in M "$@"; do
