@@ -62,6 +62,44 @@ static void td_encode_key(strata_index_fmt fmt, const float *x, uint8_t *page, i
 }
 
 /* Exact dequantised value of physical slot's dim d and its vector scale. */
+/* Runs fn(ctx, part, i0, i1) over [0, n) split into up to TD_THREADS parts, part p in a
+ * thread of its own (the last one in the caller's), when n is at least min_n; else one
+ * part. The parts' work must not overlap, so the result is the same however it is split
+ * up. Returns the number of parts. */
+#define TD_THREADS 16
+typedef void (*td_part_fn)(void *ctx, int part, int64_t i0, int64_t i1);
+typedef struct td_part_arg {
+	td_part_fn fn;
+	void *ctx;
+	int part;
+	int64_t i0, i1;
+} td_part_arg;
+static void *td_part_run(void *arg)
+{
+	td_part_arg *pa = arg;
+	pa->fn(pa->ctx, pa->part, pa->i0, pa->i1);
+	return NULL;
+}
+static int td_split(int64_t n, int64_t min_n, td_part_fn fn, void *ctx)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int parts = n < min_n || cpus < 2 ? 1 : cpus > TD_THREADS ? TD_THREADS : (int)cpus;
+	td_part_arg arg[TD_THREADS];
+	pthread_t th[TD_THREADS];
+	int started = 0;
+	for (int i = 0; i < parts; i++) {
+		arg[i] = (td_part_arg){ fn, ctx, i, n * i / parts, n * (i + 1) / parts };
+		if (i + 1 < parts && pthread_create(&th[i], NULL, td_part_run, &arg[i]) == 0)
+			started |= 1 << i;
+		else
+			td_part_run(&arg[i]); /* the last part, or a thread that could not start */
+	}
+	for (int i = 0; i < parts; i++)
+		if (started >> i & 1)
+			pthread_join(th[i], NULL);
+	return parts;
+}
+
 static void td_key_values(const td *t, int64_t slot, double *v, double *s)
 {
 	strata_index_fmt fmt = t->p.fmt;
@@ -84,6 +122,18 @@ static void td_key_values(const td *t, int64_t slot, double *v, double *s)
 		memcpy(&f, page + (size_t)B * 128 + (size_t)off * 4, 4);
 		*s = f;
 	}
+}
+
+/* td_make's encoding of slots [i0, i1): t->keys into t->pages (t->p.fmt and t->p.B set). */
+static void td_encode_part(void *ctx, int part, int64_t i0, int64_t i1)
+{
+	td *t = ctx;
+	(void)part;
+	const int B = t->p.B;
+	const size_t eb = strata_index_entry_bytes(t->p.fmt);
+	for (int64_t slot = i0; slot < i1; slot++)
+		td_encode_key(t->p.fmt, t->keys + slot * 128, t->pages + (size_t)(slot / B) * B * eb, B,
+			      (int)(slot % B));
 }
 
 /* rows_of[i]: rows of request i; lim: one limit per row (in row order). */
@@ -139,8 +189,10 @@ static void td_make(td *t, strata_index_fmt fmt, int heads, int topk, int n_req,
 			default: x[d] = u * (1.0f + (float)(slot % 5)); break;
 			}
 		}
-		td_encode_key(fmt, x, t->pages + (size_t)(slot / B) * B * eb, B, (int)(slot % B));
 	}
+	t->p.fmt = fmt;
+	t->p.B = B;
+	td_split((int64_t)t->n_pages * B, 8192, td_encode_part, t); /* each slot its own bytes */
 	for (int r = 0; r < n_rows; r++) {
 		for (int h = 0; h < heads; h++) {
 			float wv = 0.05f + 0.5f * fabsf(tu_uniform(&rng));
@@ -218,75 +270,56 @@ static inline void td_use_q8(td *t)
 	t->p.q8 = t->q8;
 }
 
-/* td_ref_scores' work on keys [j0, j1) of one row: their scores into sc[j], and their
- * largest magnitude bound into m. */
-typedef struct td_ref_part {
+/* td_ref_scores' state: row r's queries and scores, each part's magnitude bound. */
+typedef struct td_ref_ctx {
 	const td *t;
 	const double *qd; /* the row's queries, [heads][128] */
-	int r, req, j0, j1;
-	double *sc, m;
-} td_ref_part;
+	int r, req;
+	double *sc, m[TD_THREADS];
+} td_ref_ctx;
 
-static void *td_ref_run(void *arg)
+static void td_ref_part(void *ctx, int part, int64_t j0, int64_t j1)
 {
-	td_ref_part *pa = arg;
-	const td *t = pa->t;
+	td_ref_ctx *rc = ctx;
+	const td *t = rc->t;
 	const strata_indexer_params *p = &t->p;
 	double v[128], s, m = 0;
-	for (int j = pa->j0; j < pa->j1; j++) {
-		int64_t slot = (int64_t)t->pt[(size_t)pa->req * p->max_pages + j / p->B] * p->B + j % p->B;
+	for (int64_t j = j0; j < j1; j++) {
+		int64_t slot = (int64_t)t->pt[(size_t)rc->req * p->max_pages + j / p->B] * p->B + j % p->B;
 		td_key_values(t, slot, v, &s);
 		double acc = 0, am = 0;
 		for (int h = 0; h < p->heads; h++) {
 			double z = 0, za = 0;
 			for (int d = 0; d < 128; d++) {
-				z += pa->qd[h * 128 + d] * v[d];
-				za += fabs(pa->qd[h * 128 + d] * v[d]);
+				z += rc->qd[h * 128 + d] * v[d];
+				za += fabs(rc->qd[h * 128 + d] * v[d]);
 			}
-			double wv = t->w[(size_t)pa->r * p->heads + h];
+			double wv = t->w[(size_t)rc->r * p->heads + h];
 			acc += wv * (z > 0 ? z : 0);
 			am += fabs(wv) * za;
 		}
-		pa->sc[j] = acc * s;
+		rc->sc[j] = acc * s;
 		if (am * s > m)
 			m = am * s;
 	}
-	pa->m = m;
-	return NULL;
+	rc->m[part] = m;
 }
 
 /* Double-precision scores of row r for j < limit, and the row's magnitude bound
  * M = max_j s_j * sum_h |w_h| * sum_d |q_hd k_jd| (the scale of rounding error). Long
- * rows are split over up to TD_REF_THREADS threads (each key's sum is the same either
- * way, so are the results): the reference is most of a long case's time. */
-#define TD_REF_THREADS 16
+ * rows are split over threads (td_split; each key's sum is the same either way): the
+ * reference is most of a long case's time. */
 static void td_ref_scores(const td *t, int r, double *sc, double *mag)
 {
 	const strata_indexer_params *p = &t->p;
-	int req = td_req_of_row(t, r), lim = t->limits[r];
 	double *qd = malloc(sizeof(double) * (size_t)p->heads * 128);
 	for (int i = 0; i < p->heads * 128; i++)
 		qd[i] = codec_bf16_decode(t->q[(size_t)r * p->heads * 128 + i]);
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int n = lim < 8192 ? 1 : cpus < 1 ? 1 : cpus > TD_REF_THREADS ? TD_REF_THREADS : (int)cpus;
-	td_ref_part part[TD_REF_THREADS];
-	pthread_t th[TD_REF_THREADS];
-	int started = 0;
-	for (int i = 0; i < n; i++) {
-		part[i] = (td_ref_part){ t, qd, r, req, (int)((int64_t)lim * i / n),
-					 (int)((int64_t)lim * (i + 1) / n), sc, 0 };
-		if (i + 1 < n && pthread_create(&th[i], NULL, td_ref_run, &part[i]) == 0)
-			started |= 1 << i;
-		else
-			td_ref_run(&part[i]); /* the last part, or a thread that could not start */
-	}
+	td_ref_ctx rc = { .t = t, .qd = qd, .r = r, .req = td_req_of_row(t, r), .sc = sc };
+	const int parts = td_split(t->limits[r], 8192, td_ref_part, &rc);
 	double m = 0;
-	for (int i = 0; i < n; i++) {
-		if (started >> i & 1)
-			pthread_join(th[i], NULL);
-		if (part[i].m > m)
-			m = part[i].m;
-	}
+	for (int i = 0; i < parts; i++)
+		m = rc.m[i] > m ? rc.m[i] : m;
 	*mag = m;
 	free(qd);
 }
