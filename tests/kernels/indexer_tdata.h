@@ -61,7 +61,6 @@ static void td_encode_key(strata_index_fmt fmt, const float *x, uint8_t *page, i
 	}
 }
 
-/* Exact dequantised value of physical slot's dim d and its vector scale. */
 /* Runs fn(ctx, part, i0, i1) over [0, n) split into up to TD_THREADS parts, part p in a
  * thread of its own (the last one in the caller's), when n is at least min_n; else one
  * part. The parts' work must not overlap, so the result is the same however it is split
@@ -100,6 +99,7 @@ static int td_split(int64_t n, int64_t min_n, td_part_fn fn, void *ctx)
 	return parts;
 }
 
+/* Exact dequantised value of physical slot's dim d and its vector scale. */
 static void td_key_values(const td *t, int64_t slot, double *v, double *s)
 {
 	strata_index_fmt fmt = t->p.fmt;
