@@ -41,9 +41,10 @@
 // (two accumulator sets, rows_overlapped), so a key tile is read from HBM and (MXFP4)
 // converted once for all rows. Rows of a request with limit <= k are left to the filter,
 // as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
-// keys, batch 8 (bench/results/2026-12-01-h200-s21, runs 6, 8, 9): 4 rows 204 - 207 us a
-// call (FP8) and 217 - 227 (MXFP4), 0.68 - 0.78 of the roofline; 2 rows 110 - 112 and
-// 129 - 130 (0.58 - 0.70); the default scan in run 6: 410 / 414 (4 rows), 224 / 220 (2).
+// keys, batch 8 (bench/results/2026-12-01-h200-s22, run 5): 4 rows 204 - 207 us a call
+// (FP8) and 225 - 226 (MXFP4), 0.68 - 0.74 of the roofline; 2 rows 110 - 112 and 129
+// (0.58 - 0.68); batch 1, 2 rows: 27.8 / 31.8 us; the default scan (s21, run 6): 410 /
+// 414 us (4 rows), 224 / 220 (2).
 //
 // In both, every key's score has the same shape wherever it sits, so equal keys get
 // equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
@@ -76,13 +77,20 @@ constexpr int kQDesc = kHeads * kRowB >> 4;   /* a query row in a descriptor's s
  * batch 8 / 32, with four at 128 registers, the MXFP4 one spilling: bench/results/
  * 2026-12-01-h200-s21); R = 4 fits three by both. */
 constexpr int kCtasOf[5] = { 0, 6, 3, 0, 3 };
-/* Words of a row's shared histogram: one a bucket for one row; with R > 1 rows a CTA,
+/* Words of a row's shared histogram: one a bucket for one or two rows a CTA; with four,
  * two 16-bit counts a word (bucket b in half b % 2 of word b / 2), so that four rows
  * fit three CTAs an SM. A CTA then scores at most kMaxTiles16 tiles (wg_shape), 64
- * keys each: no count passes 65,535. */
+ * keys each: no count passes 65,535. Two rows packed too (session 21) measured slower
+ * than one word a bucket (H200, 1M keys, two rows: batch 1 30.5 us against 27.7 with
+ * FP8 keys, 34.3 against 31.8 with MXFP4; batch 8 within ~1 us; bench/results/
+ * 2026-12-01-h200-s22, run 5), and two rows fit three CTAs an SM either way. */
+constexpr bool hist_packed(int R)
+{
+	return R > 2;
+}
 constexpr int hist_words(int R)
 {
-	return R == 1 ? IDX_BINS : IDX_BINS / 2;
+	return hist_packed(R) ? IDX_BINS / 2 : IDX_BINS;
 }
 constexpr int kMaxTiles16 = 65535 / 64;
 
@@ -329,7 +337,7 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
 			       (size_t)(row + r) * IDX_BINS;
 		for (int i = threadIdx.x; i < hist_words(R); i += kWgThreads) {
 			const uint32_t v = h[r][i];
-			if (R == 1) {
+			if (!hist_packed(R)) {
 				if (v)
 					atomicAdd(&gh[i], v);
 			} else { /* two 16-bit counts */
@@ -573,14 +581,17 @@ __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int 
 
 /* A tile's scores from the accumulators of a keys-as-A MMA (both scans): d[4j + e]: key
  * g, head 8j + 2c + e; d[4j + 2 + e]: key g + 8 (lane (g, c), wt[2j + e]: the weight of
- * head 8j + 2c + e). ReLU on the FMA pipe as x + |x| (twice the ReLU, exactly: kscale is
- * the key's scale halved), where fmaxf would take the integer pipe beside the MXFP4
- * conversion's permutes. Two partial sums per key (heads with j even, j odd; halves the
+ * head 8j + 2c + e). The ReLU: with MAX (the FP8 scan) fmaxf, on the integer pipe, which
+ * that scan leaves idle (two and four rows at 1M keys, batch 8: ~1.5 us faster a call,
+ * bench/results/2026-12-01-h200-s22, run 5); else (MXFP4, whose conversion's permutes
+ * fill that pipe) on the FMA pipe as x + |x|, twice the ReLU exactly, kscale then being
+ * the key's scale halved. The two forms' scores are the same to the bit (every partial
+ * sum scaled by exactly 2). Two partial sums per key (heads with j even, j odd; halves the
  * dependent chain), then one add; then over the key's 4 lanes as a reduce-scatter: even
  * lanes keep key g's sum, odd lanes key g + 8's, pairs first, then pairs of pairs (the
  * same order of adds for every key). Lanes c < 2 (key g + 8c) with `in` store the score
  * at sp and count it in the shared histogram. */
-template <bool PACKED = false>
+template <bool PACKED = false, bool MAX = false>
 __device__ __forceinline__ void score_tile(const float (&d)[32], const float (&wt)[16], int c,
 					   float kscale, bool in, float *sp, uint32_t *hist)
 {
@@ -592,7 +603,8 @@ __device__ __forceinline__ void score_tile(const float (&d)[32], const float (&w
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				const float x = d[4 * j + 2 * h + e];
-				p[h][j & 1] = fmaf(wt[2 * j + e], __fadd_rn(x, fabsf(x)), p[h][j & 1]);
+				p[h][j & 1] = fmaf(wt[2 * j + e], MAX ? fmaxf(x, 0.0f) : __fadd_rn(x, fabsf(x)),
+						   p[h][j & 1]);
 			}
 	const float s0 = p[0][0] + p[0][1], s1 = p[1][0] + p[1][1];
 	const bool odd = c & 1;
@@ -730,18 +742,18 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 		if (R == 1) {
 			float d[32];
 			issue(d, 0);
-			/* the keys' scales, halved (the sums are of twice the ReLUs), read while
+			/* the keys' scales (score_tile with MAX: sums of the ReLUs), read while
 			 * the MMA runs */
-			const float ks = 0.5f * sm.ks[slot][kt];
+			const float ks = sm.ks[slot][kt];
 			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 			reg_fence(d);
 			/* warp w holds keys 16w .. + 15 */
-			score_tile(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0]);
+			score_tile<false, true>(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0]);
 		} else {
-			const float ks = 0.5f * sm.ks[slot][kt];
+			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
-				score_tile<true>(d, wt[r], c, ks, key < lr[r], sp + (size_t)r * a.sstride,
-						 sm.hist[r]);
+				score_tile<hist_packed(R), true>(d, wt[r], c, ks, key < lr[r],
+								 sp + (size_t)r * a.sstride, sm.hist[r]);
 			});
 		}
 		key += kstep;
@@ -959,7 +971,8 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 	/* tile i's scores for row r from its accumulators (score_tile); then (next) its key
 	 * slots moved on */
 	auto finish = [&](const float(&d)[32], float kcur, int r) {
-		score_tile<(R > 1)>(d, wt[r], c, kcur, key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
+		score_tile<hist_packed(R)>(d, wt[r], c, kcur, key < lr[r], sp + (size_t)r * a.sstride,
+					   sm.hist[r]);
 	};
 	auto next = [&]() {
 		key += kstep;
@@ -1063,7 +1076,7 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
 	long long gx = slots / (n_req > 0 ? n_req : 1);
-	if (a->rows > 1 && gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16) /* 16-bit counts */
+	if (hist_packed(a->rows) && gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16) /* 16-bit counts */
 		gx = (tiles + kMaxTiles16 - 1) / kMaxTiles16;
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	*gx_out = gx;
