@@ -29,6 +29,13 @@
 #   lean             the CLI alone (no tests), one-row timelines of both formats (the
 #                    last two of each printed, labelled) and 1M batch 1 / 8 once: ~40 s of device
 #                    time, for a first look at a tail change (carry .deps only)
+#   scanend V...     the CLI of the tree (M) and of each tree build-alt/V (any folder with
+#                    a source tree: `gpu-ab.sh prepare REV`, or a copy with a part of the
+#                    kernel removed, as session 22's ablations), then ROUNDS (2) rounds of
+#                    1M (CTX) batch 8 (BATCH) rows 1 / 2 (ROWSL, spaces) of both formats
+#                    with STRATA_IDX_TRACE=1: a line a point with the latest scan CTA's
+#                    loop end and the call's end (us, three calls) and the graph us;
+#                    carry build-alt too
 #   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
 #                    here with them (this machine has nvcc and ptxas only)
 set -u
@@ -154,13 +161,41 @@ lean)
 	show_traces
 	points $B
 	;;
+scanend)
+	for v in "$@"; do
+		(cmake -S "build-alt/$v" -B "build-alt/b$v" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
+			-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
+			cmake --build "build-alt/b$v" -j4 --target strata_cli >"$OUT/build_$v.log" 2>&1) &
+	done
+	build || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+	wait
+	for i in $(seq "${ROUNDS:-2}"); do
+		for v in M "$@"; do
+			b=build-alt/b$v/strata
+			[ "$v" = M ] && b=$B
+			for f in fp8 mxfp4; do
+				for r in ${ROWSL:-1 2}; do
+					STRATA_IDX_TRACE=1 timeout 60 $b bench indexer --ctx "${CTX:-1M}" \
+						--batch "${BATCH:-8}" --rows $r --fmt $f --q8 --wgmma --reps 4 \
+						>"$OUT/t.txt" 2>&1
+					t=$(grep idx-trace "$OUT/t.txt" | tail -3)
+					echo "$i $v $f r$r | $(echo "$t" | grep -oE 'scan1 [0-9.]+/[0-9.]+' |
+						tr '\n' ' ')| $(echo "$t" | grep -oE ' end [0-9.]+/[0-9.]+' |
+						tr '\n' ' ')| $(grep -E '^(fp8|mxfp4) ' "$OUT/t.txt" |
+						awk '{print "graph", $9}')"
+				done
+			done
+		done
+	done
+	rm -f "$OUT/t.txt"
+	;;
 tools)
 	for t in cuobjdump nvdisasm; do
 		gzip -c "/usr/local/cuda/bin/$t" >"$OUT/$t.gz"
 	done
 	;;
 *)
-	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV...|lean|tools" >&2
+	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV...|lean|scanend V...|tools" >&2
 	exit 2
 	;;
 esac
