@@ -585,9 +585,9 @@ __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int 
  * that scan leaves idle (two and four rows at 1M keys, batch 8: ~1.5 us faster a call,
  * bench/results/2026-12-01-h200-s22, run 5); else (MXFP4, whose conversion's permutes
  * fill that pipe) on the FMA pipe as x + |x|, twice the ReLU exactly, kscale then being
- * the key's scale halved. The two forms' scores are the same to the bit (every partial
- * sum scaled by exactly 2). Two partial sums per key (heads with j even, j odd; halves the
- * dependent chain), then one add; then over the key's 4 lanes as a reduce-scatter: even
+ * the key's scale halved. The two forms' scores are the same to the bit for finite
+ * products (every partial sum scaled by exactly 2). Two partial sums per key (heads with
+ * j even, j odd; halves the dependent chain), then one add; then over the key's 4 lanes as a reduce-scatter: even
  * lanes keep key g's sum, odd lanes key g + 8's, pairs first, then pairs of pairs (the
  * same order of adds for every key). Lanes c < 2 (key g + 8c) with `in` store the score
  * at sp and count it in the shared histogram. */

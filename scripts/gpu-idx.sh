@@ -50,6 +50,15 @@ build() { # [TARGET] (default strata_cli; "all": every target, the tests too)
 		-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
 		cmake --build build-gpu -j16 --target "${1:-strata_cli}" >"$OUT/build.log" 2>&1
 }
+build_alts() { # JOBS V...: the CLI of each build-alt/V into build-alt/bV, in the background
+	local j=$1 v
+	shift
+	for v in "$@"; do
+		(cmake -S "build-alt/$v" -B "build-alt/b$v" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
+			-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
+			cmake --build "build-alt/b$v" -j"$j" --target strata_cli >"$OUT/build_$v.log" 2>&1) &
+	done
+}
 traces() { # one-row timelines, both key formats (extra bench args: $@)
 	for f in fp8 mxfp4; do
 		STRATA_IDX_TRACE=1 timeout 60 $B bench indexer --ctx 1M --batch 1 --rows 1 --fmt $f \
@@ -119,11 +128,7 @@ quick)
 	points $B
 	;;
 abq)
-	for v in "$@"; do
-		(cmake -S "build-alt/$v" -B "build-alt/b$v" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
-			-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
-			cmake --build "build-alt/b$v" -j6 --target strata_cli >"$OUT/build_$v.log" 2>&1) &
-	done
+	build_alts 6 "$@"
 	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	wait
 	first_look
@@ -162,11 +167,7 @@ lean)
 	points $B
 	;;
 scanend)
-	for v in "$@"; do
-		(cmake -S "build-alt/$v" -B "build-alt/b$v" -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
-			-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
-			cmake --build "build-alt/b$v" -j4 --target strata_cli >"$OUT/build_$v.log" 2>&1) &
-	done
+	build_alts 4 "$@"
 	build || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
 	wait
 	for i in $(seq "${ROUNDS:-2}"); do
