@@ -25,7 +25,7 @@
 #                    ROUNDS: rounds (3); CTEST_L=gpu CTEST_R=. CTEST_J=4: every GPU
 #                    test, 4 at a time; TRB8=1: one-row and batch-8 timelines of every
 #                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
-#                    at batch 1 and 8; CTEST_TO: the tests' timeout (300 s)
+#                    at batch 1 and 8 (rows CHECK_ROWS, default 1); CTEST_TO: the tests' timeout (300 s)
 #   lean             the CLI alone (no tests), one-row timelines of both formats (the
 #                    last two of each printed, labelled) and 1M batch 1 / 8 once: ~40 s of device
 #                    time, for a first look at a tail change (carry .deps only)
@@ -155,8 +155,8 @@ abq)
 		done >"$OUT/tr_all.txt"
 	fi
 	if [ -n "${CHECK-}" ]; then # the tree's results against the CPU twin
-		timeout 150 $B bench indexer --check --ctx 1M --batch 1,8 --rows 1 --fmt fp8,mxfp4 \
-			--q8 --wgmma >"$OUT/check.txt" 2>&1
+		timeout 150 $B bench indexer --check --ctx 1M --batch 1,8 --rows "${CHECK_ROWS:-1}" \
+			--fmt fp8,mxfp4 --q8 --wgmma >"$OUT/check.txt" 2>&1
 		echo "check rc=$?" | tee -a "$OUT/check.txt"
 	fi
 	;;
