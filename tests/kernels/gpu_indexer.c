@@ -468,8 +468,8 @@ START_TEST(wgmma_scan)
 		wgmma_rows_case(fmt, 512, 2, r22, l22, 88, TD_CLUSTERED, 0, "2 requests, 2 long rows");
 		/* long rows all tied or all ReLU-zero at k = 1024 (every CTA of the batch scan
 		 * holds more than k keys of a row, all in one bucket: each must be counted,
-		 * and each id selected by its own score), then near-ties at top-1024 with one
-		 * row a request (the MXFP4 scan's one-set batch loop) */
+		 * and the ties go to the lowest ids), then near-ties at top-1024 with one row
+		 * a request (the unfused one-row batch scans) */
 		for (int mode = 0; mode < 2; mode++) {
 			int le[4] = { 200001, 200002, 150000, 150001 };
 			wgmma_rows_case(fmt, 1024, 2, r22, le, 89, mode ? TD_NEGATIVE : TD_EQUAL, 1,
