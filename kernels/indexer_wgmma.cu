@@ -885,6 +885,15 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 	if (lane == 0)
 		pmine = cta.pt_at(S - 1 + t_first);
 	if (tid == 0) {
+		/* the first pages' indices, every read in flight before the first copy (read
+		 * one copy at a time, each copy waited for its own read: three L2 trips in a
+		 * row, as the bulk copy takes its operands in uniform registers). Not in the
+		 * one-row batch loop, at its 80-register cap: there ptxas spilled 4x more. */
+		constexpr bool EARLY = !ONE || R > 1;
+		int p0[S - 1];
+#pragma unroll
+		for (int i = 0; i < S - 1; i++)
+			p0[i] = EARLY ? cta.pt_at(i) : 0;
 #pragma unroll
 		for (int s = 0; s < S; s++)
 			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
@@ -892,7 +901,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 #pragma unroll
 		for (int i = 0; i < S - 1; i++)
 			if (i < n)
-				rs_bulk(page_at(cta.pt_at(i)), slot_of(i), bar_of(i));
+				rs_bulk(page_at(EARLY ? p0[i] : cta.pt_at(i)), slot_of(i), bar_of(i));
 	}
 	{ /* the queries (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
 	   * the keys' dim order; the histograms */
