@@ -41,10 +41,10 @@
 // (two accumulator sets, rows_overlapped), so a key tile is read from HBM and (MXFP4)
 // converted once for all rows. Rows of a request with limit <= k are left to the filter,
 // as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
-// keys, batch 8 (bench/results/2026-12-01-h200-s22, run 5): 4 rows 204 - 207 us a call
-// (FP8) and 225 - 226 (MXFP4), 0.68 - 0.74 of the roofline; 2 rows 110 - 112 and 129
-// (0.58 - 0.68); batch 1, 2 rows: 27.8 / 31.8 us; the default scan (s21, run 6): 410 /
-// 414 us (4 rows), 224 / 220 (2).
+// keys, batch 8 (bench/results/2026-12-01-h200-s22, run 5; MXFP4 4 rows s24, run 2): 4
+// rows 204 - 207 us a call (FP8) and 217 - 218 (MXFP4), 0.70 - 0.74 of the roofline; 2
+// rows 110 - 112 and 129 (0.58 - 0.68); batch 1, 2 rows: 27.8 / 31.8 us; the default
+// scan (s21, run 6): 410 / 414 us (4 rows), 224 / 220 (2).
 //
 // In both, every key's score has the same shape wherever it sits, so equal keys get
 // equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
