@@ -268,11 +268,17 @@ extern "C" int strata_idxbase_naive(strata_idxbase *b, const strata_indexer_para
 	return strata_dev_check(b->dev, "idxbase: naive sort");
 }
 
-extern "C" int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, int n)
+extern "C" int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, float *scores,
+					int n)
 {
 	if (!b || !out || row < 0 || row >= b->rows_cap || n < 0 || n > b->last_limit)
 		return -EINVAL;
-	int err = strata_dev_copy(b->dev, out, b->id_out + (size_t)row * b->last_limit,
-				  (size_t)n * sizeof(int32_t), NULL);
+	/* after the naive's launches, on whatever stream they ran */
+	if (cudaDeviceSynchronize() != cudaSuccess)
+		return strata_dev_check(b->dev, "idxbase: naive ids");
+	const size_t at = (size_t)row * b->last_limit;
+	int err = strata_dev_copy(b->dev, out, b->id_out + at, (size_t)n * sizeof(int32_t), NULL);
+	if (!err && scores)
+		err = strata_dev_copy(b->dev, scores, b->sc_out + at, (size_t)n * sizeof(float), NULL);
 	return err ? err : strata_stream_sync(b->dev, NULL);
 }

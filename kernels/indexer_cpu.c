@@ -413,9 +413,9 @@ int strata_idxbase_naive(strata_idxbase *b, const strata_indexer_params *p, stra
 	(void)b, (void)p, (void)s;
 	return STRATA_E_UNSUPPORTED;
 }
-int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, int n)
+int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, float *scores, int n)
 {
-	(void)b, (void)row, (void)out, (void)n;
+	(void)b, (void)row, (void)out, (void)scores, (void)n;
 	return STRATA_E_UNSUPPORTED;
 }
 #endif

@@ -378,9 +378,10 @@ int strata_idxbase_gemm(strata_idxbase *b, int batch, int m, int n, int k,
  * buffers for p on first use or growth (call once before timing), then one score
  * kernel and one segmented radix sort of all max_limit scores of every row. */
 int strata_idxbase_naive(strata_idxbase *b, const strata_indexer_params *p, strata_stream *s);
-/* After strata_idxbase_naive (stream synchronised): row r's sorted ids, best first,
- * from device memory to host out[n] (n <= max_limit). For checking the baseline. */
-int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, int n);
+/* After strata_idxbase_naive: row r's first n sorted ids, best first, and (scores not
+ * NULL) their scores, from device memory to host out[n] / scores[n] (n <= max_limit);
+ * synchronises the device. For checking the baseline (bench indexer --check). */
+int strata_idxbase_naive_ids(strata_idxbase *b, int row, int32_t *out, float *scores, int n);
 
 /* ==== hot-cache lookup and selected-entry gather (prefetch/ drives these) ============= */
 
