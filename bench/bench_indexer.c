@@ -24,7 +24,8 @@
  * of the point's pages (each its own page table) that >= COLD_BYTES of other keys are
  * read between two uses of one copy; the streaming read rotates the same way. --l2
  * warm repeats one copy (the keys of a small point then come from L2). --check runs the
- * CPU twin on the first and the last row of every point and compares the indexer's
+ * CPU twin on the first and the last row of every point (every row with --check-rows
+ * all, spread over the host's cores) and compares the indexer's
  * selection with it (swaps only within 2e-5 of the largest selected |score| around the
  * k-th score; 2e-3 for the FP8 tensor-core scan), and the naive baseline's top-k too
  * (2e-5), so that the baseline is known to compute what it is timed for.
@@ -33,8 +34,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_LIST 8
 #define COLD_BYTES ((size_t)192 << 20) /* > 3 x the H200's 50 MiB L2 */
@@ -42,7 +45,7 @@
 static const char *usage =
 	"usage: strata bench indexer [--model flash|pro] [--ctx 32K,128K,...] [--batch 1,8,...]\n"
 	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--q8 [--wgmma]] [--phases]\n"
-	"                            [--l2 cold|warm]\n"
+	"                            [--l2 cold|warm] [--check-rows ends|all]\n"
 	"  Sweeps contexts (tokens; C4 entries = tokens / 4), batch sizes, query rows per\n"
 	"  request (MTP) and key formats; times scan + top-k per layer against a streaming\n"
 	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.\n"
@@ -55,6 +58,9 @@ static const char *usage =
 	"  2e-3 of the largest selected score at the k-th instead of 2e-5.\n"
 	"  --l2 cold (default): timed calls rotate over copies of the keys, >= 192 MiB\n"
 	"  apart, so no call finds its keys in L2 (a decode step's case); warm: one copy.\n"
+	"  --check-rows (with --check): ends (default) checks the first and the last row of\n"
+	"  every point against the CPU twin; all checks every row (the twin on every host\n"
+	"  core; 1M keys take ~0.5 s a row a core).\n"
 	"  The 1M one-row target is checked on graph_us (the call inside a captured step).";
 
 static uint64_t rng_next(uint64_t *s)
@@ -219,6 +225,63 @@ static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int
 	return ok;
 }
 
+/* The rows of one point that --check verifies, and what each needs: check_row's
+ * arguments but the row, and per row the naive baseline's top k (nids / nsc, k per
+ * row, NULL where not checked) and the result (ok[i]: check_row's bits). */
+typedef struct check_job {
+	const strata_indexer_params *p;
+	const uint8_t *hpages;
+	int slot_pages, R, keys, wg, K;
+	const uint16_t *hq;
+	const uint8_t *hq8;
+	const float *hw;
+	const int32_t *gids, *nids;
+	const float *gsc, *nsc;
+	const int *rows;
+	int *ok;
+	int n;
+	int next; /* the next index to take (under mu) */
+	pthread_mutex_t mu;
+} check_job;
+
+static void *check_worker(void *arg)
+{
+	check_job *j = arg;
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		const int i = j->next < j->n ? j->next++ : -1;
+		pthread_mutex_unlock(&j->mu);
+		if (i < 0)
+			return NULL;
+		const int r = j->rows[i];
+		j->ok[i] = check_row(j->p, j->hpages, j->slot_pages, r, r / j->R, j->keys, j->hq,
+				     j->hq8, j->hw, j->gids + (size_t)r * j->K,
+				     j->gsc + (size_t)r * j->K, j->wg,
+				     j->nids ? j->nids + (size_t)i * j->K : NULL,
+				     j->nsc ? j->nsc + (size_t)i * j->K : NULL);
+	}
+}
+
+/* Runs check_row on every row of the job, on up to `threads` threads (the calling one
+ * among them). */
+static void check_rows_run(check_job *j, int threads)
+{
+	enum { MAX_THREADS = 64 };
+	pthread_t tid[MAX_THREADS];
+	int started = 0;
+	threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+	threads = threads > j->n ? j->n : threads;
+	pthread_mutex_init(&j->mu, NULL);
+	j->next = 0;
+	for (int t = 1; t < threads; t++)
+		if (!pthread_create(&tid[started], NULL, check_worker, j))
+			started++;
+	check_worker(j);
+	for (int t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&j->mu);
+}
+
 static double median_of(double *v, int n)
 {
 	return bench_stats_of(v, n).median;
@@ -233,7 +296,7 @@ int strata_bench_indexer(int argc, char **argv)
 	uint64_t ctx[MAX_LIST] = { 32768, 131072, 524288, 1048576 }, bat[MAX_LIST] = { 1, 8, 32, 64 },
 		 rws[MAX_LIST] = { 1, 2, 4 };
 	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0,
-	    use_q8 = 0, use_wg = 0, cold = 1;
+	    use_q8 = 0, use_wg = 0, cold = 1, check_all = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
@@ -251,6 +314,8 @@ int strata_bench_indexer(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--model") && v)
 			model = v;
+		else if (!strcmp(argv[i], "--check-rows") && v)
+			bad = !(check_all = !strcmp(v, "all")) && strcmp(v, "ends");
 		else if (!strcmp(argv[i], "--l2") && v)
 			bad = !(cold = !strcmp(v, "cold")) && strcmp(v, "warm");
 		else if (!strcmp(argv[i], "--ctx") && v)
@@ -614,31 +679,59 @@ int strata_bench_indexer(int argc, char **argv)
 				strata_dev_copy(dev, gsc, dsc, sizeof(float) * (size_t)nrows * K, st);
 				strata_stream_sync(dev, st);
 				res.check_ok = 1;
-				int rows_to_check[2] = { 0, nrows - 1 };
-				/* the naive baseline's top k (where it ran and a row has more
-				 * than k candidates) */
+				/* the rows checked: the first and the last, or all */
+				const int nchk = check_all ? nrows : nrows > 1 ? 2 : 1;
+				int *chk = malloc(sizeof(int) * (size_t)nchk * 2);
+				/* the naive baseline's top k of each (where it ran and a row has
+				 * more than k candidates), read here: one thread talks to the GPU */
 				const int want = naive_ran && K < keys;
-				int32_t *nid = want ? malloc(sizeof(int32_t) * (size_t)K) : NULL;
-				float *nsc = want ? malloc(sizeof(float) * (size_t)K) : NULL;
-				for (int c = 0; c < (nrows > 1 ? 2 : 1); c++) {
-					int r = rows_to_check[c];
-					int naive = nid && nsc &&
-						    !strata_idxbase_naive_ids(base, r, nid, nsc, K);
-					if (naive)
-						sort_by_id(nid, nsc, K);
-					res.checked++;
-					const int ok = check_row(&p, hpages, slot_pages, r, r / R, keys, hq,
-								 hq8, hw, gids + (size_t)r * K,
-								 gsc + (size_t)r * K, wg, naive ? nid : NULL,
-								 nsc);
-					if (!(ok & 2) || (want && !naive))
-						bench_out_note(out, "%s ctx %.0f batch %d rows %d, row %d: the naive "
-							       "baseline's top-%d %s", fmt ? "fp8" : "mxfp4",
-							       (double)ctx[ci], nreq, R, r, K,
-							       naive ? "disagrees with the CPU twin"
-								     : "could not be read back");
-					res.check_ok &= ok == 3 && (naive || !want);
+				int32_t *nid = want ? malloc(sizeof(int32_t) * (size_t)nchk * K) : NULL;
+				float *nsc = want ? malloc(sizeof(float) * (size_t)nchk * K) : NULL;
+				int naive = want && nid && nsc;
+				if (!chk) {
+					err = -ENOMEM;
+					free(nid);
+					free(nsc);
+					goto point_done;
 				}
+				for (int i = 0; i < nchk; i++)
+					chk[i] = check_all ? i : i ? nrows - 1 : 0;
+				for (int i = 0; i < nchk && naive; i++) {
+					naive = !strata_idxbase_naive_ids(base, chk[i], nid + (size_t)i * K,
+									  nsc + (size_t)i * K, K);
+					if (naive)
+						sort_by_id(nid + (size_t)i * K, nsc + (size_t)i * K, K);
+				}
+				if (want && !naive)
+					bench_out_note(out, "%s ctx %.0f batch %d rows %d: the naive baseline's "
+						       "top-%d could not be read back", fmt ? "fp8" : "mxfp4",
+						       (double)ctx[ci], nreq, R, K);
+				check_job job = { .p = &p, .hpages = hpages, .slot_pages = slot_pages,
+						  .R = R, .keys = keys, .wg = wg, .K = K, .hq = hq,
+						  .hq8 = hq8, .hw = hw, .gids = gids, .gsc = gsc,
+						  .nids = naive ? nid : NULL, .nsc = naive ? nsc : NULL,
+						  .rows = chk, .ok = chk + nchk, .n = nchk };
+				long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+				check_rows_run(&job, nchk > 2 && ncpu > 1 ? (int)ncpu : 1);
+				int bad_idx = 0, bad_naive = 0;
+				for (int i = 0; i < nchk; i++) {
+					const int ok = job.ok[i];
+					res.checked++;
+					bad_idx += !(ok & 1);
+					bad_naive += !(ok & 2);
+					if (!(ok & 1) && bad_idx <= 4)
+						bench_out_note(out, "%s ctx %.0f batch %d rows %d, row %d: the "
+							       "indexer's top-%d disagrees with the CPU twin",
+							       fmt ? "fp8" : "mxfp4", (double)ctx[ci], nreq, R,
+							       chk[i], K);
+					if (!(ok & 2) && bad_naive <= 4)
+						bench_out_note(out, "%s ctx %.0f batch %d rows %d, row %d: the naive "
+							       "baseline's top-%d disagrees with the CPU twin",
+							       fmt ? "fp8" : "mxfp4", (double)ctx[ci], nreq, R,
+							       chk[i], K);
+				}
+				res.check_ok = !bad_idx && !bad_naive && (naive || !want);
+				free(chk);
 				free(nid);
 				free(nsc);
 				if (!res.check_ok)
@@ -705,8 +798,8 @@ int strata_bench_indexer(int argc, char **argv)
 		free(hpages);
 	}
 	if (o.check)
-		bench_out_note(out, "check: CPU twin on the first and last row of every point: %s",
-			       rc ? "FAILED" : "all agree");
+		bench_out_note(out, "check: CPU twin on %s row of every point: %s",
+			       check_all ? "every" : "the first and last", rc ? "FAILED" : "all agree");
 out:
 	if (err) {
 		fprintf(stderr, "bench indexer: %s\n", strata_strerror(err));
