@@ -116,6 +116,7 @@ template <int S, int R> struct RsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned */
 	uint8_t ring[S][kMxPage];
 	uint64_t bar[S];
+	float wt[R][4][16]; /* the one-set loop at R <= 2: row r's head weights of lane class c */
 	uint32_t hist[R][hist_words(R)];
 	TailSmem tail;
 };
@@ -851,13 +852,17 @@ __device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw,
  *    loop), 1M batch 8 83.6 - 83.8 us a call against 86.0 - 86.3, batch 32 305.4 -
  *    307.9 against 311.9 - 313.8 (bench/results/2026-12-01-h200-s20, run 5). */
 constexpr int kRsOneCtas = 6;
+/* Two rows a CTA, with the head weights in shared memory (122 registers, no spill): four
+ * CTAs an SM, as shared memory allows (kCtasOf[2]: three, by the registers the weights
+ * took). */
+constexpr int kRsTwoCtas = 4;
 
 template <int V> struct Ic { /* a compile-time int for the unrolled loop's steps */
 	static constexpr int value = V;
 };
 
 template <int S, bool ONE, int R>
-__global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtasOf[R]) : 1)
+__global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 2 ? kRsTwoCtas : kCtasOf[R]) : 1)
 	scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -928,11 +933,31 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 		__syncthreads();    /* ... and the barriers initialised, for everyone's waits */
 	}
 	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q[0])); /* row r: + r kQDesc */
+	/* The head weights: in registers, or (the one-set loop at one and two rows) in shared
+	 * memory, read back before each row's epilogue (four 16-byte reads a lane, four
+	 * addresses a warp). Held in registers across that loop they made its one-row form,
+	 * at its 80-register cap, spill in every step (40 / 100 bytes), and the two-row form
+	 * take 145 registers (three CTAs an SM; 122 and four without them). H200, 1M keys,
+	 * alternated with the weights in registers (bench/results/2026-12-01-h200-s24, run
+	 * 3): one row batch 8 / 32 82.9 - 83.5 / 298.0 - 300.9 us against 83.8 - 84.3 / 303.1 -
+	 * 304.7; two rows 125.3 - 125.4 / 468.8 - 469.0 against 128.8 - 129.3 / 481.9 -
+	 * 483.5. At four rows (153 registers against 168, three CTAs an SM either way) they
+	 * cost 13 us at batch 8 (230 against 217), so there they stay in registers. */
+	constexpr bool WSM = ONE && R < 4;
 	float wt[R][16];
 #pragma unroll
 	for (int r = 0; r < R; r++)
-		if (R == 1 || lr[r])
+		if (!WSM && (R == 1 || lr[r]))
 			head_weights(a, row + r, c, wt[r]);
+	if (WSM) {
+#pragma unroll
+		for (int r = 0; r < R; r++) /* c = tid / 16, weight tid % 16 (head_weights' order) */
+			if (tid < 4 * 16 && (R == 1 || lr[r]))
+				sm.wt[r][tid >> 4][tid & 15] =
+					__ldg(a.w + (size_t)(row + r) * kHeads + 8 * ((tid & 15) >> 1) +
+					      2 * (tid >> 4) + (tid & 1));
+		__syncthreads();
+	}
 	const uint32_t csel = 0x4440u + (uint32_t)c; /* scale byte c, zero-extended */
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its score slot, tile by tile */
 	const int kstep = cta.G * kTile;
@@ -980,8 +1005,20 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : kCtas
 	/* tile i's scores for row r from its accumulators (score_tile); then (next) its key
 	 * slots moved on */
 	auto finish = [&](const float(&d)[32], float kcur, int r) {
-		score_tile<hist_packed(R)>(d, wt[r], c, kcur, key < lr[r], sp + (size_t)r * a.sstride,
-					   sm.hist[r]);
+		if (WSM) {
+			float w[16];
+			const float4 *w4 = reinterpret_cast<const float4 *>(sm.wt[r][c]);
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				const float4 v = w4[q];
+				w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+			}
+			score_tile<hist_packed(R)>(d, w, c, kcur, key < lr[r],
+						   sp + (size_t)r * a.sstride, sm.hist[r]);
+		} else {
+			score_tile<hist_packed(R)>(d, wt[r], c, kcur, key < lr[r],
+						   sp + (size_t)r * a.sstride, sm.hist[r]);
+		}
 	};
 	auto next = [&]() {
 		key += kstep;
