@@ -41,10 +41,10 @@
 // (two accumulator sets, rows_overlapped), so a key tile is read from HBM and (MXFP4)
 // converted once for all rows. Rows of a request with limit <= k are left to the filter,
 // as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
-// keys, batch 8 (bench/results/2026-12-01-h200-s22, run 5; MXFP4 4 rows s24, run 2): 4
-// rows 204 - 207 us a call (FP8) and 217 - 218 (MXFP4), 0.70 - 0.74 of the roofline; 2
-// rows 110 - 112 and 129 (0.58 - 0.68); batch 1, 2 rows: 27.8 / 31.8 us; the default
-// scan (s21, run 6): 410 / 414 us (4 rows), 224 / 220 (2).
+// keys, batch 8 (bench/results/2026-12-01-h200-s24, runs 2 - 4): 4 rows 204 - 210 us a
+// call (FP8) and 217 (MXFP4), 0.71 - 0.77 of the roofline; 2 rows 109 - 111 and 126
+// (0.61 - 0.71); batch 1, 2 rows: 27.8 / 31.8 us; the default scan (s21, run 6): 410 /
+// 414 us (4 rows), 224 / 220 (2).
 //
 // In both, every key's score has the same shape wherever it sits, so equal keys get
 // equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
@@ -70,12 +70,14 @@ constexpr int kMxKey = 64;                    /* MXFP4 nibble bytes per key */
 constexpr int kMxPage = kTile * (kMxKey + 4); /* MXFP4 page: [64 x 64 nibbles][64 x 4 ue8m0] */
 constexpr int kWarpKeys = 16;                 /* keys of a tile per warp (keys as A) */
 constexpr int kQDesc = kHeads * kRowB >> 4;   /* a query row in a descriptor's start field */
-/* CTAs an SM by the rows R a CTA scores (1, 2 or 4). One row: six (shared memory).
- * With R rows a CTA holds R queries (8 KiB each) and R histograms (hist_words), and two
- * accumulator sets and R rows' head weights in registers: R = 2 fits four CTAs by shared
- * memory, three by registers (the FP8 and MXFP4 scans measured the same at 1M keys,
- * batch 8 / 32, with four at 128 registers, the MXFP4 one spilling: bench/results/
- * 2026-12-01-h200-s21); R = 4 fits three by both. */
+/* CTAs an SM by the rows R a CTA scores (1, 2 or 4), as launch bounds (the occupancy
+ * query sizes the grid). One row: six (shared memory). With R rows a CTA holds R
+ * queries (8 KiB each) and R histograms (hist_words), and two accumulator sets and R
+ * rows' head weights in registers: R = 2 fits four CTAs by shared memory, three by
+ * registers (the FP8 scan takes 128 registers under this bound, so it runs four; with
+ * the MXFP4 scan four at 128 registers spilled and measured the same as three:
+ * bench/results/2026-12-01-h200-s21; it now keeps the weights in shared memory and
+ * runs four, kRsTwoCtas); R = 4 fits three by both. */
 constexpr int kCtasOf[5] = { 0, 6, 3, 0, 3 };
 /* Words of a row's shared histogram: one a bucket for one or two rows a CTA; with four,
  * two 16-bit counts a word (bucket b in half b % 2 of word b / 2), so that four rows
@@ -83,7 +85,10 @@ constexpr int kCtasOf[5] = { 0, 6, 3, 0, 3 };
  * keys each: no count passes 65,535. Two rows packed too (session 21) measured slower
  * than one word a bucket (H200, 1M keys, two rows: batch 1 30.5 us against 27.7 with
  * FP8 keys, 34.3 against 31.8 with MXFP4; batch 8 within ~1 us; bench/results/
- * 2026-12-01-h200-s22, run 5), and two rows fit three CTAs an SM either way. */
+ * 2026-12-01-h200-s22, run 5), and again with the FP8 scan at five CTAs an SM (packed
+ * histograms and weights in shared memory: batch 8 124 us against 109; s24, run 5): a
+ * lane-varying add (1 << 16 (b & 1)) is not the warp-aggregated increment that one word
+ * a bucket gets. */
 constexpr bool hist_packed(int R)
 {
 	return R > 2;
