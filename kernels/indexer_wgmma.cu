@@ -1010,20 +1010,17 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	/* tile i's scores for row r from its accumulators (score_tile); then (next) its key
 	 * slots moved on */
 	auto finish = [&](const float(&d)[32], float kcur, int r) {
+		float w[16];
 		if (WSM) {
-			float w[16];
 			const float4 *w4 = reinterpret_cast<const float4 *>(sm.wt[r][c]);
 #pragma unroll
 			for (int q = 0; q < 4; q++) {
 				const float4 v = w4[q];
 				w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
 			}
-			score_tile<hist_packed(R)>(d, w, c, kcur, key < lr[r],
-						   sp + (size_t)r * a.sstride, sm.hist[r]);
-		} else {
-			score_tile<hist_packed(R)>(d, wt[r], c, kcur, key < lr[r],
-						   sp + (size_t)r * a.sstride, sm.hist[r]);
 		}
+		score_tile<hist_packed(R)>(d, WSM ? w : wt[r], c, kcur, key < lr[r],
+					   sp + (size_t)r * a.sstride, sm.hist[r]);
 	};
 	auto next = [&]() {
 		key += kstep;
