@@ -117,11 +117,17 @@ template <int S, int R> struct SsSmem {
 };
 /* MXFP4: the queries (B, one a row), a ring of raw pages (16-byte aligned: bulk copies)
  * and the ring slots' barriers. */
+constexpr int kWtStride = 20; /* floats: 16 weights + 4 of padding */
 template <int S, int R> struct RsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned */
 	uint8_t ring[S][kMxPage];
 	uint64_t bar[S];
-	float wt[R][4][16]; /* the one-set loop at R <= 2: row r's head weights of lane class c */
+	/* the one-set loop at R <= 2: row r's head weights of lane class c, 80 bytes apart:
+	 * at 64, classes c and c + 2 of a quarter warp's 16-byte reads shared banks, and
+	 * Nsight Compute put a third of the one-row loop's shared-load wavefronts on those
+	 * conflicts (H200, 1M batch 8: 82.7 - 82.8 us a call against 83.6 - 83.8;
+	 * bench/results/2026-12-01-h200-s25) */
+	float wt[R][4][kWtStride];
 	uint32_t hist[R][hist_words(R)];
 	TailSmem tail;
 };

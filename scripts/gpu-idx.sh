@@ -21,7 +21,8 @@
 #                    `scripts/gpu-ab.sh prepare REV...` here; carry build-alt too) and three
 #                    rounds alternating the tree (M) and each REV (M first in odd rounds,
 #                    last in even ones) over 1M batch 1 / 8 of both
-#                    formats (CTX, BATCH, ROWS: other points), one line a point: graph us and eff;
+#                    formats (CTX, BATCH, ROWS: other points), one line a point: graph us, eff,
+#                    idx us and eff_call (bench indexer's columns);
 #                    ROUNDS: rounds (3); CTEST_L=gpu CTEST_R=. CTEST_J=4: every GPU
 #                    test, 4 at a time; TRB8=1: one-row and batch-8 timelines of every
 #                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
@@ -80,7 +81,7 @@ points() { # BINARY [LABEL...]: 1M (CTX) batch 1 / 8 (BATCH), rows 1 (ROWS), bot
 	shift
 	timeout 100 $b bench indexer --ctx "${CTX:-1M}" --batch "${BATCH:-1,8}" --rows "${ROWS:-1}" \
 		--fmt fp8,mxfp4 --q8 --wgmma 2>&1 | grep -E "^(fp8|mxfp4) " |
-		awk -v l="$*" '{print (l == "" ? "" : l " ") $1, $3, $4, "rows", $5, "graph", $9, "eff", $14}'
+		awk -v l="$*" '{print (l == "" ? "" : l " ") $1, $3, $4, "rows", $5, "graph", $9, "eff", $14, "idx", $7, "eff_call", $NF}'
 }
 ab() { # REV: gpu-ab.sh run, its logs in OUT/ab.tgz
 	OUT=$OUT CTEST_R="${CTEST_R-}" \
