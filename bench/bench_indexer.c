@@ -14,7 +14,8 @@
  *   roof_us    max(stream_us, FLOPs / peak GEMM rate), the peak rate measured once
  *              per run on an 8192^3 bf16 GEMM,
  *   eff        roof_us / graph_us (1.0 = at the roofline): a call's time inside a
- *              captured decode step against the same bytes streamed the same way.
+ *              captured decode step against the same bytes streamed the same way
+ *              (where graphs fail, eff_call in its place, with roof_us to match).
  *   host_us    the host time of one call (strata_k_indexer until it returns; on the
  *              GPU, every launch enqueued): in idx_us where it delays the first launch,
  *   stream_call_us, eff_call: the streaming read timed as idx_us is (one launch between
