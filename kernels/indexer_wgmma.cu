@@ -115,9 +115,9 @@ template <int S, int R> struct SsSmem {
 	uint32_t hist[R][hist_words(R)];
 	TailSmem tail;
 };
+constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
 /* MXFP4: the queries (B, one a row), a ring of raw pages (16-byte aligned: bulk copies)
  * and the ring slots' barriers. */
-constexpr int kWtStride = 20; /* floats: 16 weights + 4 of padding */
 template <int S, int R> struct RsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned */
 	uint8_t ring[S][kMxPage];
