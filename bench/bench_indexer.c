@@ -800,9 +800,9 @@ int strata_bench_indexer(int argc, char **argv)
 				 * a captured decode step); eff_call: the lone call's event time against
 				 * a lone streaming launch (before session 25, eff) */
 				const int graphed = res.graph_us > 0 && res.stream_us > 0;
-				double eff = graphed ? res.roof_us / res.graph_us
-					     : res.roof_call_us > 0 ? res.roof_call_us / res.idx_us : 0;
-				double eff_call = res.roof_call_us > 0 ? res.roof_call_us / res.idx_us : 0;
+				const double eff_call = res.roof_call_us > 0 ? res.roof_call_us / res.idx_us : 0;
+				const double eff = graphed ? res.roof_us / res.graph_us : eff_call;
+				const double roof = graphed ? res.roof_us : res.roof_call_us; /* eff's */
 				if (gpu && nreq == 1 && R == 1 && ctx[ci] == 1048576 && K == 512) {
 					double lim_us = fmt == STRATA_INDEX_MXFP4 ? 15 : 20;
 					double at = res.graph_us > 0 ? res.graph_us : res.idx_us;
@@ -823,7 +823,7 @@ int strata_bench_indexer(int argc, char **argv)
 					      "gemm_us", gpu ? bench_fmt("%.1f", res.gemm_us) : "n/a",
 					      "naive_us", gpu && res.naive_us > 0 ? bench_fmt("%.1f", res.naive_us)
 									  : gpu ? "skip" : "n/a",
-					      "roof_us", gpu ? bench_fmt("%.1f", graphed ? res.roof_us : res.roof_call_us) : "n/a",
+					      "roof_us", gpu ? bench_fmt("%.1f", roof) : "n/a",
 					      "eff", gpu ? bench_fmt("%.2f", eff) : "n/a",
 					      "GBps", bench_fmt("%.0f", key_bytes / (res.idx_us * 1e3)),
 					      "TFLOPs", bench_fmt("%.1f", flops / (res.idx_us * 1e6)),
