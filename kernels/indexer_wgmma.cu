@@ -783,10 +783,26 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 /* Key dim of k position p (0 .. 31) of k-step s, as the query is staged: lane c's nibble
  * word s of its scale group converts to dims 32c + 8s + 0..3 (k 4c .. 4c + 3) and + 4..7
  * (k 16 + 4c ..). */
-__device__ __forceinline__ int rs_dim(int s, int p)
+__host__ __device__ constexpr int rs_dim(int s, int p)
 {
 	return 32 * ((p & 15) >> 2) + 8 * s + 4 * (p >> 4) + (p & 3);
 }
+
+/* Its inverse for the query's staging: the k (0 .. 124, a multiple of 4) where the
+ * 4-byte piece of dims 4u .. 4u + 3 (u = 0 .. 31) goes. */
+__host__ __device__ constexpr int rs_k_of(int u)
+{
+	return 4 * ((u >> 3) + 4 * (u & 1) + 8 * ((u >> 1) & 3));
+}
+
+constexpr bool rs_k_of_inverts()
+{
+	for (int k = 0; k < kRowB; k += 4)
+		if (rs_dim(k >> 5, k & 31) % 4 != 0 || rs_k_of(rs_dim(k >> 5, k & 31) / 4) != k)
+			return false;
+	return true;
+}
+static_assert(rs_k_of_inverts(), "the staging puts dims where the conversion reads them");
 
 /* A page (64 keys: their nibbles, then their scales; one contiguous run) into a ring
  * slot by the bulk-copy engine, completing on the slot's barrier. One thread issues it;
@@ -919,25 +935,53 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 			if (i < n)
 				rs_bulk(page_at(EARLY ? p0[i] : cta.pt_at(i)), slot_of(i), bar_of(i));
 	}
-	{ /* the queries (16-byte aligned: the dispatcher checks) as B, 4 bytes at a time in
-	   * the keys' dim order; the histograms */
+	constexpr bool WSM = ONE && R < 4; /* the head weights in shared memory (below) */
+	{ /* the queries (16-byte aligned: the dispatcher checks) as B in the keys' dim order:
+	   * a row's 16-byte loads in flight at once (one L2 trip a row; 4-byte loads in a
+	   * loop took four), each load's four 4-byte pieces then stored at their k (rs_k_of);
+	   * the histograms. A row not scored here (its query may not exist) still feeds an
+	   * MMA (rows_overlapped): zeros. */
+		constexpr int kQv = kHeads * kRowB / 16 / kWgThreads; /* loads a thread and row */
+		float wv[R]; /* WSM: c = tid / 16, weight tid % 16 (head_weights' order), in flight
+			      * with the queries' loads, under the same barrier */
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			wv[r] = WSM && tid < 4 * 16 && (R == 1 || lr[r])
+					? __ldg(a.w + (size_t)(row + r) * kHeads + 8 * ((tid & 15) >> 1) +
+						2 * (tid >> 4) + (tid & 1))
+					: 0.0f;
 #pragma unroll
 		for (int r = 0; r < R; r++) {
-			/* a row not scored here (its query may not exist) still feeds an MMA
-			 * (rows_overlapped): zeros */
-			const uint8_t *q = a.q8 + (size_t)(row + r) * kHeads * kRowB;
-			if (R == 1 || lr[r]) {
+			const uint4 *q = reinterpret_cast<const uint4 *>(a.q8 + (size_t)(row + r) * kHeads * kRowB);
+			if constexpr (R == 4) { /* 4-byte loads: the 16-byte ones made this scan (at its
+						 * register cap) spill into its tile loop */
+				const uint32_t *q4 = reinterpret_cast<const uint32_t *>(q);
 				for (int i = tid; i < kHeads * kRowB / 4; i += kWgThreads) {
 					const int h = i >> 5, kk = 4 * (i & 31); /* head, k (0 .. 127) */
 					*reinterpret_cast<uint32_t *>(sm.q[r] + sw128(h, kk >> 4) + (kk & 15)) =
-						__ldg(reinterpret_cast<const uint32_t *>(
-							q + h * kRowB + rs_dim(kk >> 5, kk & 31)));
+						lr[r] ? __ldg(q4 + h * (kRowB / 4) + rs_dim(kk >> 5, kk & 31) / 4) : 0u;
 				}
 			} else {
-				for (int i = tid; i < kHeads * kRowB / 16; i += kWgThreads)
-					reinterpret_cast<uint4 *>(sm.q[r])[i] = make_uint4(0, 0, 0, 0);
+				uint4 qv[kQv];
+#pragma unroll
+				for (int j = 0; j < kQv; j++)
+					qv[j] = R == 1 || lr[r] ? __ldg(q + tid + j * kWgThreads) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+				for (int j = 0; j < kQv; j++) {
+					const int i = tid + j * kWgThreads, h = i >> 3; /* head h, dims 16 (i % 8) .. */
+					const uint32_t w[4] = { qv[j].x, qv[j].y, qv[j].z, qv[j].w };
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						const int kk = rs_k_of(4 * (i & 7) + e);
+						*reinterpret_cast<uint32_t *>(sm.q[r] + sw128(h, kk >> 4) + (kk & 15)) = w[e];
+					}
+				}
 			}
 		}
+		if (WSM && tid < 4 * 16)
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				sm.wt[r][tid >> 4][tid & 15] = wv[r];
 		for (int i = tid; i < R * hist_words(R); i += kWgThreads) /* every row's */
 			(&sm.hist[0][0])[i] = 0;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
@@ -954,21 +998,11 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	 * 304.7; two rows 125.3 - 125.4 / 468.8 - 469.0 against 128.8 - 129.3 / 481.9 -
 	 * 483.5. At four rows (153 registers against 168, three CTAs an SM either way) they
 	 * cost 13 us at batch 8 (230 against 217), so there they stay in registers. */
-	constexpr bool WSM = ONE && R < 4;
 	float wt[R][16];
 #pragma unroll
 	for (int r = 0; r < R; r++)
 		if (!WSM && (R == 1 || lr[r]))
 			head_weights(a, row + r, c, wt[r]);
-	if (WSM) {
-#pragma unroll
-		for (int r = 0; r < R; r++) /* c = tid / 16, weight tid % 16 (head_weights' order) */
-			if (tid < 4 * 16 && (R == 1 || lr[r]))
-				sm.wt[r][tid >> 4][tid & 15] =
-					__ldg(a.w + (size_t)(row + r) * kHeads + 8 * ((tid & 15) >> 1) +
-					      2 * (tid >> 4) + (tid & 1));
-		__syncthreads();
-	}
 	const uint32_t csel = 0x4440u + (uint32_t)c; /* scale byte c, zero-extended */
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its score slot, tile by tile */
 	const int kstep = cta.G * kTile;
