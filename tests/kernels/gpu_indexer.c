@@ -476,6 +476,20 @@ START_TEST(wgmma_scan)
 					     : "2 requests, 2 long rows, all-equal");
 		int l5[4] = { 262144, 262143, 200001, 1025 };
 		wgmma_case(fmt, 1024, 4, l5, 90, TD_CLUSTERED, 0, "batch-4 long rows, top-1024");
+		/* the filter CTAs' filing in several rounds (the cases above give each filter
+		 * CTA at most four chunks of 2,048 scores: one round): 16 requests of 4 rows,
+		 * 64 rows, so on an H200 (132 SMs) 4 filter CTAs a row with ~5 chunks each,
+		 * a full round and a partial one; limits not multiples of a chunk. One key
+		 * format: the filter does not see it. */
+		if (!f) {
+			int r16[16], l64[64];
+			for (int i = 0; i < 16; i++)
+				r16[i] = 4;
+			for (int i = 0; i < 64; i++)
+				l64[i] = 40000 + 97 * i;
+			wgmma_rows_case(fmt, 512, 16, r16, l64, 91, TD_RANDOM, 0,
+					"16 requests of 4 rows (filter rounds)");
+		}
 	}
 }
 END_TEST
