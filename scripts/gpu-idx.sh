@@ -22,7 +22,7 @@
 #                    rounds alternating the tree (M) and each REV (M first in odd rounds,
 #                    last in even ones) over 1M batch 1 / 8 of both
 #                    formats (CTX, BATCH, ROWS: other points), one line a point: graph us, eff,
-#                    idx us and eff_call (bench indexer's columns);
+#                    idx us and eff_call (bench indexer's columns; also OUT/abq.txt);
 #                    ROUNDS: rounds (3); CTEST_L=gpu CTEST_R=. CTEST_J=4: every GPU
 #                    test, 4 at a time; TRB8=1: one-row and batch-8 timelines of every
 #                    binary, idx-cta lines too (tr_all.txt); CHECK=1: --check of the tree
@@ -141,7 +141,7 @@ abq)
 			points "build-alt/b$v/strata" "$v" "$i"
 		done
 		[ $((i % 2)) = 0 ] && points $B M "$i"
-	done
+	done | tee "$OUT/abq.txt" # every line also comes back as a file (output tails cut)
 	if [ -n "${TRB8-}" ]; then # batch-1 and batch-8 timelines of every binary, one file
 		for v in M "$@"; do
 			b=build-alt/b$v/strata
