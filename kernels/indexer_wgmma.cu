@@ -3,8 +3,9 @@
 // mma.sync is emulated through fp16 on Hopper (measured slower than the bf16 scan), so
 // FP8 tensor throughput needs the warpgroup MMA. One CTA = one warpgroup (4 warps) of one
 // request, one query row; a tile is one page of 64 keys (B = 64); a CTA takes tiles x,
-// x + G, x + 2G, ... Two kernels, each where it measured faster (H200, 1M keys,
-// bench/results/2026-11-30-h200-s10):
+// x + G, x + 2G, ... (G: the CTAs an SM holds x SMs / requests; MXFP4 batches with many
+// tiles a CTA: up to three waves of them, wg_shape). Two kernels, each where it
+// measured faster (H200, 1M keys, bench/results/2026-11-30-h200-s10):
 //
 // FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
 // K-major layout (rows of 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at
@@ -57,6 +58,7 @@
 #include "kernels/indexer_int.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 namespace {
 
@@ -1147,12 +1149,39 @@ template <typename K> static int wg_prepare(K kern, size_t smem)
 		       cudaSuccess;
 }
 
-/* One wave: as many CTAs per request as the GPU holds at once, split over the requests
- * (*gx a request). With a->fused asked for, the tail runs where each CTA holds at most
- * kHold * 128 scores (*fuse says whether it does). */
+/* Waves of the MXFP4 one-set loop (wg_shape's max_waves). An SM's warp schedulers serve
+ * its older CTAs first, so a wave's CTAs end one after another (1M keys, batch 32, one
+ * row: an SM's six CTAs ~20 us apart, its last ~100 us after its first; two rows: four
+ * CTAs at ~308, 338, 375 and 413 us), and with one wave the SM runs ever fewer of them
+ * towards the end (Nsight Compute, s25: 31 % achieved occupancy of 37.5 %). Tiles
+ * handed out at run time do not help: the CTAs of one request are equally old on their
+ * SMs, so they end together and the requests in launch order (s27 run 3, slower by the
+ * loop's added work). More CTAs, each with fewer tiles, keep the SMs full until the
+ * last wave: where a CTA of one wave would score at least kWaveTiles * w tiles, w waves
+ * (up to kRsWaves). H200, 1M keys, batch 32, alternated with one wave (bench/results/
+ * 2026-12-01-h200-s27, runs 4 - 5; graph us): one row 269 - 285 against 287 - 293, two
+ * rows 445 - 462 against 456 - 470, four rows 816 against 820 - 832. Fewer tiles a CTA
+ * lost (two waves at 1M batch 8 two rows, 31 tiles a CTA: 125 us against 123; at 128K
+ * batch 32, 11 - 16 tiles: 54 against 51): a CTA's staging and histogram flush,
+ * repeated. FP8 (memory bound: its CTAs end closer together) stays at one wave (two:
+ * within 1 % at batch 32, slower at batch 8). STRATA_IDX_WAVE_TILES (tests) sets
+ * kWaveTiles. */
+constexpr int kRsWaves = 3, kWaveTiles = 56;
+
+static int wave_tiles(void) /* read at each batch launch (tests change it) */
+{
+	const char *e = getenv("STRATA_IDX_WAVE_TILES");
+	const int v = e ? atoi(e) : 0;
+	return v > 0 ? v : kWaveTiles;
+}
+
+/* As many CTAs per request as the GPU holds at once, split over the requests (*gx a
+ * request), times up to max_waves waves (kRsWaves). With a->fused asked for, the tail
+ * runs where one wave's CTAs each hold at most kHold * 128 scores (*fuse says whether
+ * it does). */
 template <typename K>
 static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-			    long long *gx_out, int *fuse)
+			    long long *gx_out, int *fuse, int max_waves = 1)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
@@ -1163,13 +1192,19 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 		return e;
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
-	long long gx = slots / (n_req > 0 ? n_req : 1);
+	const long long nr = n_req > 0 ? n_req : 1;
+	long long gx = slots / nr, waves = 1;
+	if (max_waves > 1 && gx > 0) {
+		waves = (tiles + gx - 1) / gx / wave_tiles(); /* a one-wave CTA's tiles */
+		waves = waves < 1 ? 1 : waves > max_waves ? max_waves : waves;
+		gx = waves * slots / nr;
+	}
 	if (hist_packed(a->rows) && gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16) /* 16-bit counts */
 		gx = (tiles + kMaxTiles16 - 1) / kMaxTiles16;
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
-	*gx_out = gx;
-	*fuse = a->fused && a->rows == 1 && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
+	*fuse = a->fused && waves == 1 && a->rows == 1 && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
 		gx <= IDX_FLAGS;
+	*gx_out = gx;
 	return cudaSuccess;
 }
 
@@ -1177,11 +1212,11 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
  * resident at once, or the launch fails (and runs unfused). */
 template <typename K>
 static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-		     cudaStream_t st, int *fused)
+		     cudaStream_t st, int *fused, int max_waves = 1)
 {
 	long long gx = 1;
 	int fuse = 0;
-	cudaError_t e = wg_shape(kern, smem, a, n_req, max_limit, &gx, &fuse);
+	cudaError_t e = wg_shape(kern, smem, a, n_req, max_limit, &gx, &fuse, max_waves);
 	if (e != cudaSuccess)
 		return (int)e;
 	idx_wg_args w = *a;
@@ -1241,7 +1276,8 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 				 max_limit, st, fused);
 	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
 	if (R > 1) /* never fused (wg_shape): the one-set loop */
-		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused);
+		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused,
+				 kRsWaves);
 	/* one row: the two-register-set loop where the fused tail runs, else the one-set loop
 	 * (more CTAs an SM; scan_rs_kernel) */
 	long long gx = 1;
@@ -1251,7 +1287,8 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 	if (e != cudaSuccess)
 		return (int)e;
 	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false, 1>, smem, a, n_req, max_limit, st, fused)
-		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, smem, a, n_req, max_limit, st, fused);
+		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, smem, a, n_req, max_limit, st, fused,
+				kRsWaves);
 }
 
 extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream,

@@ -11,6 +11,7 @@
  * ReLU zero) allow no swap: the lowest ids must win, bit for bit. */
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/indexer_int.h"
@@ -494,6 +495,40 @@ START_TEST(wgmma_scan)
 }
 END_TEST
 
+/* The MXFP4 batch scans in several waves of CTAs (wg_shape: from 56 tiles a one-wave
+ * CTA, so at 1M keys and batch 32; here from 2, STRATA_IDX_WAVE_TILES): one, two and
+ * four rows a CTA, long and mixed rows, random, tied and signed weights. Its own tcase
+ * (CK_RUN_CASE=waves runs it alone). */
+START_TEST(wgmma_waves)
+{
+	const strata_index_fmt fmt = STRATA_INDEX_MXFP4;
+	int one[1] = { 1 }, l0 = 20000;
+	td probe;
+	td_make(&probe, fmt, 64, 512, 1, one, &l0, 64, 70, TD_RANDOM);
+	td_use_q8(&probe);
+	probe.p.scan_wgmma = 1;
+	const int on = strata_k_indexer_wgmma(dev, &probe.p);
+	td_free(&probe);
+	if (!on) { /* wgmma_scan says whether it must */
+		printf("waves: the wgmma scan is not available here\n");
+		return;
+	}
+	setenv("STRATA_IDX_WAVE_TILES", "2", 1);
+	int ll[5] = { 262144, 250000, 240007, 200001, 300 };
+	wgmma_case(fmt, 512, 5, ll, 92, TD_RANDOM, 0, "waves: batch-5 long rows");
+	const int r4[1] = { 4 }, r22[2] = { 2, 2 }, mr[4] = { 2, 4, 1, 3 };
+	int l22[4] = { 200001, 200002, 150000, 150001 };
+	wgmma_rows_case(fmt, 512, 2, r22, l22, 93, TD_CLUSTERED, 0, "waves: 2 requests, 2 long rows");
+	wgmma_rows_case(fmt, 1024, 2, r22, l22, 94, TD_EQUAL, 1,
+			"waves: 2 requests, 2 long rows, all-equal");
+	int l4[4] = { 131072, 131073, 131074, 131075 };
+	wgmma_rows_case(fmt, 512, 1, r4, l4, 95, TD_RANDOM, 0, "waves: one request, 4 long rows");
+	int ml[10] = { 20000, 20001, 65536, 65537, 300, 41000, 777, 513, 512, 514 };
+	wgmma_rows_case(fmt, 512, 4, mr, ml, 96, TD_MIXED_W, 0, "waves: rows 2/4/1/3 signed-w");
+	unsetenv("STRATA_IDX_WAVE_TILES");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -507,6 +542,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, fp8_queries);
 	tcase_add_test(tc, wgmma_scan);
 	suite_add_tcase(s, tc);
+	TCase *tw = tcase_create("waves");
+	tcase_set_timeout(tw, 500);
+	tcase_add_test(tw, wgmma_waves);
+	suite_add_tcase(s, tw);
 	return s;
 }
 
