@@ -3,8 +3,8 @@
 // mma.sync is emulated through fp16 on Hopper (measured slower than the bf16 scan), so
 // FP8 tensor throughput needs the warpgroup MMA. One CTA = one warpgroup (4 warps) of one
 // request, one query row; a tile is one page of 64 keys (B = 64); a CTA takes tiles x,
-// x + G, x + 2G, ... (G: the CTAs an SM holds x SMs / requests; MXFP4 batches with many
-// tiles a CTA: up to three waves of them, wg_shape). Two kernels, each where it
+// x + G, x + 2G, ... (G: the CTAs an SM holds x SMs / requests; MXFP4 batches of one or
+// two rows with many tiles a CTA: up to three waves of them, wg_shape). Two kernels, each where it
 // measured faster (H200, 1M keys, bench/results/2026-11-30-h200-s10):
 //
 // FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
@@ -1160,10 +1160,13 @@ template <typename K> static int wg_prepare(K kern, size_t smem)
  * last wave: where a CTA of one wave would score at least kWaveTiles * w tiles, w waves
  * (up to kRsWaves). H200, 1M keys, batch 32, alternated with one wave (bench/results/
  * 2026-12-01-h200-s27, runs 4 - 5; graph us): one row 269 - 285 against 287 - 293, two
- * rows 445 - 462 against 456 - 470, four rows 816 against 820 - 832. Fewer tiles a CTA
- * lost (two waves at 1M batch 8 two rows, 31 tiles a CTA: 125 us against 123; at 128K
- * batch 32, 11 - 16 tiles: 54 against 51): a CTA's staging and histogram flush,
- * repeated. FP8 (memory bound: its CTAs end closer together) stays at one wave (two:
+ * rows 445 - 462 against 456 - 470; 512K batch 32 two rows (two waves) 231.6 against
+ * 236.9 - 238.1, 1M batch 64 one / two rows 566 - 568 / 896 - 902 against 582 - 583 /
+ * 912 - 913 (run 6). Fewer tiles a CTA lost (two waves at 1M batch 8 two rows, 31
+ * tiles a CTA: 125 us against 123; at 128K batch 32, 11 - 16 tiles: 54 against 51): a
+ * CTA's staging and histogram flush, repeated; so did four rows (four histograms a CTA:
+ * 512K batch 32, three waves, 431 - 433 against 420 - 425; 1M within 1 %), which stay
+ * at one wave, as does FP8 (memory bound: its CTAs end closer together; two waves:
  * within 1 % at batch 32, slower at batch 8). STRATA_IDX_WAVE_TILES (tests) sets
  * kWaveTiles. */
 constexpr int kRsWaves = 3, kWaveTiles = 56;
@@ -1277,7 +1280,7 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
 	if (R > 1) /* never fused (wg_shape): the one-set loop */
 		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused,
-				 kRsWaves);
+				 R == 2 ? kRsWaves : 1);
 	/* one row: the two-register-set loop where the fused tail runs, else the one-set loop
 	 * (more CTAs an SM; scan_rs_kernel) */
 	long long gx = 1;

@@ -328,7 +328,9 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * cut found, its scores filed and its bins flushed; then ("idx-cta" lines) when the
  * scan CTAs' tile loops ended: percentiles, each SM's last end and the spread between
  * its first and last CTA, and the CTAs of the latest and earliest SMs in start order.
- * Such calls synchronise. */
+ * Such calls synchronise. STRATA_IDX_WAVE_TILES=n (for tests) lowers the tiles a CTA
+ * of one wave must hold before the wgmma MXFP4 batch scans (one or two rows a CTA)
+ * launch more waves of CTAs (default 56; at most three waves). */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */

@@ -495,10 +495,11 @@ START_TEST(wgmma_scan)
 }
 END_TEST
 
-/* The MXFP4 batch scans in several waves of CTAs (wg_shape: from 56 tiles a one-wave
- * CTA, so at 1M keys and batch 32; here from 2, STRATA_IDX_WAVE_TILES): one, two and
- * four rows a CTA, long and mixed rows, random, tied and signed weights. Its own tcase
- * (CK_RUN_CASE=waves runs it alone). */
+/* The MXFP4 batch scans in several waves of CTAs (wg_shape: one or two rows a CTA, from
+ * 56 tiles a one-wave CTA, so at 1M keys and batch 32; here from 2,
+ * STRATA_IDX_WAVE_TILES): one and two rows a CTA, long and mixed rows (requests of up to
+ * four rows, a four-row CTA in one wave beside them), random, tied and signed weights.
+ * Its own tcase (CK_RUN_CASE=waves runs it alone). */
 START_TEST(wgmma_waves)
 {
 	const strata_index_fmt fmt = STRATA_INDEX_MXFP4;
@@ -516,15 +517,18 @@ START_TEST(wgmma_waves)
 	setenv("STRATA_IDX_WAVE_TILES", "2", 1);
 	int ll[5] = { 262144, 250000, 240007, 200001, 300 };
 	wgmma_case(fmt, 512, 5, ll, 92, TD_RANDOM, 0, "waves: batch-5 long rows");
-	const int r4[1] = { 4 }, r22[2] = { 2, 2 }, mr[4] = { 2, 4, 1, 3 };
+	const int r22[2] = { 2, 2 }, mr[4] = { 2, 1, 2, 2 };
 	int l22[4] = { 200001, 200002, 150000, 150001 };
 	wgmma_rows_case(fmt, 512, 2, r22, l22, 93, TD_CLUSTERED, 0, "waves: 2 requests, 2 long rows");
 	wgmma_rows_case(fmt, 1024, 2, r22, l22, 94, TD_EQUAL, 1,
 			"waves: 2 requests, 2 long rows, all-equal");
+	/* two-row CTAs: a request of one row, rows at or below k, limits far apart */
+	int ml[7] = { 20000, 65537, 41000, 300, 777, 513, 512 };
+	wgmma_rows_case(fmt, 512, 4, mr, ml, 95, TD_MIXED_W, 0, "waves: rows 2/1/2/2 signed-w");
+	/* four rows a CTA: one wave (wg_shape) whatever the threshold */
+	const int r4[1] = { 4 };
 	int l4[4] = { 131072, 131073, 131074, 131075 };
-	wgmma_rows_case(fmt, 512, 1, r4, l4, 95, TD_RANDOM, 0, "waves: one request, 4 long rows");
-	int ml[10] = { 20000, 20001, 65536, 65537, 300, 41000, 777, 513, 512, 514 };
-	wgmma_rows_case(fmt, 512, 4, mr, ml, 96, TD_MIXED_W, 0, "waves: rows 2/4/1/3 signed-w");
+	wgmma_rows_case(fmt, 512, 1, r4, l4, 96, TD_RANDOM, 0, "waves: one request, 4 long rows");
 	unsetenv("STRATA_IDX_WAVE_TILES");
 }
 END_TEST
