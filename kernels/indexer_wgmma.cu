@@ -4,8 +4,8 @@
 // FP8 tensor throughput needs the warpgroup MMA. One CTA = one warpgroup (4 warps) of one
 // request, one query row; a tile is one page of 64 keys (B = 64); a CTA takes tiles x,
 // x + G, x + 2G, ... (G: the CTAs an SM holds x SMs / requests; MXFP4 batches of one or
-// two rows with many tiles a CTA: up to three waves of them, wg_shape). Two kernels, each where it
-// measured faster (H200, 1M keys, bench/results/2026-11-30-h200-s10):
+// two rows with many tiles a CTA: up to three waves of them, wg_shape). Two kernels,
+// each where it measured faster (H200, 1M keys, bench/results/2026-11-30-h200-s10):
 //
 // FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
 // K-major layout (rows of 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at

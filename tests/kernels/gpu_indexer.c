@@ -497,9 +497,9 @@ END_TEST
 
 /* The MXFP4 batch scans in several waves of CTAs (wg_shape: one or two rows a CTA, from
  * 56 tiles a one-wave CTA, so at 1M keys and batch 32; here from 2,
- * STRATA_IDX_WAVE_TILES): one and two rows a CTA, long and mixed rows (requests of up to
- * four rows, a four-row CTA in one wave beside them), random, tied and signed weights.
- * Its own tcase (CK_RUN_CASE=waves runs it alone). */
+ * STRATA_IDX_WAVE_TILES): one and two rows a CTA, long and mixed rows, random, tied and
+ * signed weights; and four rows a CTA, which stay at one wave. Its own tcase
+ * (CK_RUN_CASE=waves runs it alone). */
 START_TEST(wgmma_waves)
 {
 	const strata_index_fmt fmt = STRATA_INDEX_MXFP4;
