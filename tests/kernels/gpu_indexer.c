@@ -396,6 +396,19 @@ static void wgmma_case(strata_index_fmt fmt, int k, int n, int *lim, uint64_t se
 	wgmma_rows_case(fmt, k, n, NULL, lim, seed, kind, strict, what);
 }
 
+/* Whether a one-row call with these keys runs the wgmma scan here. */
+static int wgmma_available(strata_index_fmt fmt)
+{
+	int one[1] = { 1 }, l0 = 20000;
+	td probe;
+	td_make(&probe, fmt, 64, 512, 1, one, &l0, 64, 70, TD_RANDOM);
+	td_use_q8(&probe);
+	probe.p.scan_wgmma = 1;
+	const int on = strata_k_indexer_wgmma(dev, &probe.p);
+	td_free(&probe);
+	return on;
+}
+
 START_TEST(wgmma_scan)
 {
 	int lim[5] = { 20000, 513, 65536, 300, 777 }; /* 300 <= k: left to the filter */
@@ -404,13 +417,7 @@ START_TEST(wgmma_scan)
 			      strstr(name, "GH200"));
 	for (int f = 0; f < 2; f++) {
 		const strata_index_fmt fmt = f ? STRATA_INDEX_MXFP4 : STRATA_INDEX_FP8;
-		int one[1] = { 1 };
-		td probe;
-		td_make(&probe, fmt, 64, 512, 1, one, lim, 64, 70, TD_RANDOM);
-		td_use_q8(&probe);
-		probe.p.scan_wgmma = 1;
-		int on = strata_k_indexer_wgmma(dev, &probe.p);
-		td_free(&probe);
+		int on = wgmma_available(fmt);
 		printf("wgmma scan (%s keys) on %s: %s\n", f ? "mxfp4" : "fp8", name ? name : "?",
 		       on ? "used" : "not available");
 		ck_assert_msg(on || !hopper, "a Hopper GPU must run the wgmma scan");
@@ -503,14 +510,7 @@ END_TEST
 START_TEST(wgmma_waves)
 {
 	const strata_index_fmt fmt = STRATA_INDEX_MXFP4;
-	int one[1] = { 1 }, l0 = 20000;
-	td probe;
-	td_make(&probe, fmt, 64, 512, 1, one, &l0, 64, 70, TD_RANDOM);
-	td_use_q8(&probe);
-	probe.p.scan_wgmma = 1;
-	const int on = strata_k_indexer_wgmma(dev, &probe.p);
-	td_free(&probe);
-	if (!on) { /* wgmma_scan says whether it must */
+	if (!wgmma_available(fmt)) { /* wgmma_scan says whether it must */
 		printf("waves: the wgmma scan is not available here\n");
 		return;
 	}
