@@ -4,7 +4,8 @@
 // FP8 tensor throughput needs the warpgroup MMA. One CTA = one warpgroup (4 warps) of one
 // request, one query row; a tile is one page of 64 keys (B = 64); a CTA takes tiles x,
 // x + G, x + 2G, ... (G: the CTAs an SM holds x SMs / requests; MXFP4 batches of one or
-// two rows with many tiles a CTA: up to three waves of them, wg_shape). Two kernels,
+// two rows with many tiles a CTA: up to three waves of them, wg_shape; FP8 batches of two
+// rows a CTA: a contiguous range of them, wg_ranges). Two kernels,
 // each where it measured faster (H200, 1M keys, bench/results/2026-11-30-h200-s10):
 //
 // FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
@@ -258,16 +259,22 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 		raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(raw) & 1023)) & 1023));
 }
 
-/* What a scan CTA works on: request blockIdx.y's rows row .. row + R - 1 (those it has),
- * their limits lr[] (0: a row not scored here), the largest L, and the tiles x, x + G,
- * ... (n of them) of x = blockIdx.x in a grid of G; the page-table entries by tile. */
+/* What a scan CTA works on: request req's rows row .. row + R - 1 (those it has), their
+ * limits lr[] (0: a row not scored here), the largest L, and its n tiles x, x + G, ...;
+ * the page-table entries by tile (tile i of the CTA at pt[px + i G]). By default req =
+ * blockIdx.y, x = blockIdx.x and G the grid's x; with idx_wg_args.ranges (one and two
+ * rows a CTA, wg_ranges) x starts a contiguous range and G = 1. */
 struct ScanCta {
 	int req, row, L, x, G, n;
+	int px; /* x, or 0 where pt starts at tile x (begin) */
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
 	template <int R> __device__ __forceinline__ bool begin(const idx_wg_args &a, int (&lr)[R])
 	{
-		req = (int)blockIdx.y;
+		/* with a.ranges == 2 (one and two rows a CTA), block b (launch order) is part
+		 * b / n_req of request b % n_req */
+		const int nq = (int)gridDim.y, b = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+		req = R <= 2 && a.ranges == 2 ? b % nq : (int)blockIdx.y;
 		row = a.req_rows[req];
 		const int nr = a.req_rows[req + 1] - row;
 		if (nr < 1)
@@ -291,12 +298,33 @@ struct ScanCta {
 				return false;
 		}
 		const int tiles = (L + kTile - 1) / kTile;
-		G = (int)gridDim.x;
 		x = (int)blockIdx.x;
-		if (x >= tiles)
-			return false;
-		n = (tiles - x + G - 1) / G;
 		pt = a.page_table + (size_t)req * a.max_pages;
+		if constexpr (R <= 2) {
+			/* the stride a kernel parameter (no register, as gridDim.x), pt moved
+			 * to tile x (x not held in the loop); in the four-row MXFP4 loop (168
+			 * registers) the moved pt spilled, so four rows stay as they were */
+			G = a.tstride;
+			if (a.ranges) { /* part p of P: tiles [tiles p / P, tiles (p + 1) / P) (G = 1) */
+				const long long part = a.ranges == 2 ? b / nq : x, parts = gridDim.x;
+				x = (int)(tiles * part / parts);
+				n = (int)(tiles * (part + 1) / parts) - x;
+				if (n <= 0)
+					return false;
+			} else {
+				if (x >= tiles)
+					return false;
+				n = (tiles - x + G - 1) / G;
+			}
+			pt += x;
+			px = 0;
+		} else {
+			G = (int)gridDim.x;
+			if (x >= tiles)
+				return false;
+			n = (tiles - x + G - 1) / G;
+			px = x;
+		}
 		if (threadIdx.x == 0) {
 			idx_trace(a.trace, IDX_T_SCAN0);
 			idx_trace_cta(a.trace, 0, (unsigned long long)n);
@@ -307,7 +335,7 @@ struct ScanCta {
 	 * copy, and made an address only there (page). */
 	__device__ __forceinline__ int pt_at(int i) const
 	{
-		return i < n ? __ldg(pt + x + (size_t)i * G) : 0;
+		return i < n ? __ldg(pt + px + (size_t)i * G) : 0;
 	}
 	/* Tile i's page (index p) of pages of `bytes`, or null past the end. */
 	__device__ __forceinline__ const uint8_t *page(const idx_wg_args &a, int i, int p,
@@ -1178,13 +1206,37 @@ static int wave_tiles(void) /* read at each batch launch (tests change it) */
 	return v > 0 ? v : kWaveTiles;
 }
 
+/* Tile ranges of the unfused one- and two-row scans (idx_wg_args.ranges): 0, a CTA
+ * scores tiles x, x + G, ... (G CTAs a request); 1, a contiguous 1 / G of them; 2, the
+ * same with block b (launch order) serving request b % n_req, part b / n_req (a
+ * request's CTAs spread over the launch, not side by side). 2 for two FP8 rows a CTA,
+ * else 0. H200, one binary, the modes alternated (bench/results/2026-12-02-h200-s28,
+ * run 5; graph us, eff): FP8 two rows 1M batch 8 107.2 - 107.6 (0.73 - 0.75) against
+ * 111.7 - 112.2 (0.71 - 0.73), batch 32 414 - 453 (0.70 - 0.77) against 466 - 472 (0.68 -
+ * 0.69), batch 64 889 - 892 (0.72) against 930 - 932 (0.68 - 0.69); 512K batch 32 208 -
+ * 227 against 229 - 238; 128K batch 32 62.0 - 62.2 against 64.9 - 65.0. Mode 1 gained
+ * as much at batch 8, less at batch 32 (451 - 458). One FP8 row lost 1 - 2 % (batch 8:
+ * 81.5 - 82.0 against 80.0 - 80.4), MXFP4 one and two rows moved within the noise or
+ * lost (batch 32 one row, both modes, 294 - 300 against 280 - 298): those stay strided.
+ * (Ranges weighted by the CTAs' age on their SMs, the oldest taking 1.05 - 1.3 times
+ * the mean: no better than equal ranges at two FP8 rows, slower elsewhere the more
+ * weight, up to 8 % at MXFP4 batch 8; runs 2 - 4.) STRATA_IDX_RANGES=0 / 1 / 2 (read at
+ * each batch launch; tests) sets the mode for both formats. */
+static int wg_ranges(const idx_wg_args *a)
+{
+	const char *e = getenv("STRATA_IDX_RANGES");
+	if (e && *e)
+		return atoi(e) == 1 ? 1 : atoi(e) == 2 ? 2 : 0;
+	return !a->mx && a->rows == 2 ? 2 : 0;
+}
+
 /* As many CTAs per request as the GPU holds at once, split over the requests (*gx a
  * request), times up to max_waves waves (kRsWaves). With a->fused asked for, the tail
  * runs where one wave's CTAs each hold at most kHold * 128 scores (*fuse says whether
  * it does). */
 template <typename K>
 static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-			    long long *gx_out, int *fuse, int max_waves = 1)
+			    long long *gx_out, int *fuse, int max_waves = 1, int *ranges = nullptr)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
@@ -1208,6 +1260,8 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	*fuse = a->fused && waves == 1 && a->rows == 1 && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
 		gx <= IDX_FLAGS;
 	*gx_out = gx;
+	if (ranges) /* never with the fused tail, which needs the strided tiles */
+		*ranges = a->rows <= 2 && !*fuse && gx > 1 ? wg_ranges(a) : 0;
 	return cudaSuccess;
 }
 
@@ -1219,11 +1273,14 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 {
 	long long gx = 1;
 	int fuse = 0;
-	cudaError_t e = wg_shape(kern, smem, a, n_req, max_limit, &gx, &fuse, max_waves);
+	int ranges = 0;
+	cudaError_t e = wg_shape(kern, smem, a, n_req, max_limit, &gx, &fuse, max_waves, &ranges);
 	if (e != cudaSuccess)
 		return (int)e;
 	idx_wg_args w = *a;
 	w.fused = fuse;
+	w.ranges = ranges;
+	w.tstride = ranges ? 1 : (int)gx;
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];

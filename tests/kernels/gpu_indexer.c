@@ -533,6 +533,50 @@ START_TEST(wgmma_waves)
 }
 END_TEST
 
+/* The unfused one- and two-row batch scans in contiguous tile ranges (wg_ranges; the
+ * default for two FP8 rows a CTA): STRATA_IDX_RANGES = 1 (a CTA scores 1 / G of its
+ * request's tiles in a row) and 2 (the same, block b serving request b % n_req), with
+ * both key formats: long and mixed rows (CTAs with no tiles where a row has fewer tiles
+ * than its request has CTAs), rows at or below k, random, tied and signed weights; four
+ * rows a CTA keep the strided tiles. Its own tcase (CK_RUN_CASE=ranges runs it alone). */
+START_TEST(wgmma_ranges)
+{
+	for (int f = 0; f < 2; f++) {
+		const strata_index_fmt fmt = f ? STRATA_INDEX_MXFP4 : STRATA_INDEX_FP8;
+		if (!wgmma_available(fmt)) { /* wgmma_scan says whether it must */
+			printf("ranges: the wgmma scan is not available here\n");
+			break;
+		}
+		for (int mode = 1; mode <= 2; mode++) {
+			setenv("STRATA_IDX_RANGES", mode == 1 ? "1" : "2", 1);
+			const uint64_t sd = 100 + 10 * (uint64_t)mode;
+			int ll[5] = { 262144, 250000, 240007, 200001, 300 };
+			wgmma_case(fmt, 512, 5, ll, sd, TD_RANDOM, 0, "ranges: batch-5 long rows");
+			int lb[16];
+			for (int i = 0; i < 16; i++)
+				lb[i] = 16384 - 37 * i;
+			wgmma_case(fmt, 512, 16, lb, sd + 1, TD_CLUSTERED, 0, "ranges: batch-16 clustered");
+			wgmma_case(fmt, 1024, 16, lb, sd + 2, TD_EQUAL, 1, "ranges: batch-16 all-equal");
+			const int r22[2] = { 2, 2 }, mr[4] = { 2, 1, 2, 2 };
+			int l22[4] = { 200001, 200002, 150000, 150001 };
+			wgmma_rows_case(fmt, 512, 2, r22, l22, sd + 3, TD_RANDOM, 0,
+					"ranges: 2 requests, 2 long rows");
+			wgmma_rows_case(fmt, 1024, 2, r22, l22, sd + 4, TD_NEGATIVE, 1,
+					"ranges: 2 requests, 2 long rows, all-relu-zero");
+			int ml[7] = { 20000, 65537, 41000, 300, 777, 513, 512 };
+			wgmma_rows_case(fmt, 512, 4, mr, ml, sd + 5, TD_MIXED_W, 0,
+					"ranges: rows 2/1/2/2 signed-w");
+			const int r4[1] = { 4 };
+			int l4[4] = { 131072, 131073, 131074, 131075 };
+			wgmma_rows_case(fmt, 512, 1, r4, l4, sd + 6, TD_RANDOM, 0,
+					"ranges: one request, 4 long rows");
+		}
+		unsetenv("STRATA_IDX_RANGES");
+	}
+	unsetenv("STRATA_IDX_RANGES");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -550,6 +594,10 @@ static Suite *suite(void)
 	tcase_set_timeout(tw, 500);
 	tcase_add_test(tw, wgmma_waves);
 	suite_add_tcase(s, tw);
+	TCase *tb = tcase_create("ranges");
+	tcase_set_timeout(tb, 500);
+	tcase_add_test(tb, wgmma_ranges);
+	suite_add_tcase(s, tb);
 	return s;
 }
 
