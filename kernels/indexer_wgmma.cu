@@ -5,7 +5,7 @@
 // request, one query row; a tile is one page of 64 keys (B = 64); a CTA takes tiles x,
 // x + G, x + 2G, ... (G: the CTAs an SM holds x SMs / requests; MXFP4 batches of one or
 // two rows with many tiles a CTA: up to three waves of them, wg_shape; FP8 batches of two
-// rows a CTA: a contiguous range of them, wg_ranges). Two kernels,
+// or four rows a CTA: a contiguous range of them, wg_ranges). Two kernels,
 // each where it measured faster (H200, 1M keys, bench/results/2026-11-30-h200-s10):
 //
 // FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
@@ -262,19 +262,20 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 /* What a scan CTA works on: request req's rows row .. row + R - 1 (those it has), their
  * limits lr[] (0: a row not scored here), the largest L, and its n tiles x, x + G, ...;
  * the page-table entries by tile (tile i of the CTA at pt[px + i G]). By default req =
- * blockIdx.y, x = blockIdx.x and G the grid's x; with idx_wg_args.ranges (one and two
- * rows a CTA, wg_ranges) x starts a contiguous range and G = 1. */
+ * blockIdx.y, x = blockIdx.x and G the grid's x; with idx_wg_args.ranges (wg_ranges)
+ * x starts a contiguous range and G = 1. */
 struct ScanCta {
 	int req, row, L, x, G, n;
 	int px; /* x, or 0 where pt starts at tile x (begin) */
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
-	template <int R> __device__ __forceinline__ bool begin(const idx_wg_args &a, int (&lr)[R])
+	template <int R, bool MOVE = (R <= 2)> /* MOVE: wg_ranges may apply (FP8: any R) */
+	__device__ __forceinline__ bool begin(const idx_wg_args &a, int (&lr)[R])
 	{
-		/* with a.ranges == 2 (one and two rows a CTA), block b (launch order) is part
-		 * b / n_req of request b % n_req */
+		/* with a.ranges == 2, block b (launch order) is part b / n_req of request
+		 * b % n_req */
 		const int nq = (int)gridDim.y, b = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-		req = R <= 2 && a.ranges == 2 ? b % nq : (int)blockIdx.y;
+		req = MOVE && a.ranges == 2 ? b % nq : (int)blockIdx.y;
 		row = a.req_rows[req];
 		const int nr = a.req_rows[req + 1] - row;
 		if (nr < 1)
@@ -300,10 +301,10 @@ struct ScanCta {
 		const int tiles = (L + kTile - 1) / kTile;
 		x = (int)blockIdx.x;
 		pt = a.page_table + (size_t)req * a.max_pages;
-		if constexpr (R <= 2) {
+		if constexpr (MOVE) {
 			/* the stride a kernel parameter (no register, as gridDim.x), pt moved
 			 * to tile x (x not held in the loop); in the four-row MXFP4 loop (168
-			 * registers) the moved pt spilled, so four rows stay as they were */
+			 * registers) the moved pt spilled, so that one stays as it was */
 			G = a.tstride;
 			if (a.ranges) { /* part p of P: tiles [tiles p / P, tiles (p + 1) / P) (G = 1) */
 				const long long part = a.ranges == 2 ? b / nq : x, parts = gridDim.x;
@@ -715,7 +716,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
 	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
 	int lr[R];
-	if (!cta.begin(a, lr))
+	if (!cta.begin<R, true>(a, lr))
 		return;
 	const int tid = threadIdx.x, row = cta.row, n = cta.n;
 	auto page_of = [&](int i, int p) { return cta.page(a, i, p, kFp8Page); };
@@ -1206,15 +1207,19 @@ static int wave_tiles(void) /* read at each batch launch (tests change it) */
 	return v > 0 ? v : kWaveTiles;
 }
 
-/* Tile ranges of the unfused one- and two-row scans (idx_wg_args.ranges): 0, a CTA
+/* Tile ranges of the unfused scans of one or two rows a CTA, and of four FP8 rows
+ * (idx_wg_args.ranges; ScanCta::begin's MOVE): 0, a CTA
  * scores tiles x, x + G, ... (G CTAs a request); 1, a contiguous 1 / G of them; 2, the
  * same with block b (launch order) serving request b % n_req, part b / n_req (a
- * request's CTAs spread over the launch, not side by side). 2 for two FP8 rows a CTA,
- * else 0. H200, one binary, the modes alternated (bench/results/2026-12-02-h200-s28,
+ * request's CTAs spread over the launch, not side by side). 2 for two and four FP8 rows
+ * a CTA, else 0. H200, one binary, the modes alternated (bench/results/2026-12-02-h200-s28,
  * run 5; graph us, eff): FP8 two rows 1M batch 8 107.2 - 107.6 (0.73 - 0.75) against
  * 111.7 - 112.2 (0.71 - 0.73), batch 32 414 - 453 (0.70 - 0.77) against 466 - 472 (0.68 -
  * 0.69), batch 64 889 - 892 (0.72) against 930 - 932 (0.68 - 0.69); 512K batch 32 208 -
- * 227 against 229 - 238; 128K batch 32 62.0 - 62.2 against 64.9 - 65.0. Mode 1 gained
+ * 227 against 229 - 238; 128K batch 32 62.0 - 62.2 against 64.9 - 65.0. FP8 four rows
+ * (run 7): 1M batch 8 194.5 - 195.3 (0.81 - 0.82) against 204.8 - 206.2 (0.77), batch 32
+ * 780 - 790 (0.80 - 0.81) against 830 - 831 (0.76); 512K batch 32 384 - 404 against 403 -
+ * 423. Mode 1 gained
  * as much at batch 8, less at batch 32 (451 - 458). One FP8 row lost 1 - 2 % (batch 8:
  * 81.5 - 82.0 against 80.0 - 80.4), MXFP4 one and two rows moved within the noise or
  * lost (batch 32 one row, both modes, 294 - 300 against 280 - 298): those stay strided.
@@ -1227,7 +1232,7 @@ static int wg_ranges(const idx_wg_args *a)
 	const char *e = getenv("STRATA_IDX_RANGES");
 	if (e && *e)
 		return atoi(e) == 1 ? 1 : atoi(e) == 2 ? 2 : 0;
-	return !a->mx && a->rows == 2 ? 2 : 0;
+	return !a->mx && a->rows >= 2 ? 2 : 0;
 }
 
 /* As many CTAs per request as the GPU holds at once, split over the requests (*gx a
@@ -1261,7 +1266,7 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 		gx <= IDX_FLAGS;
 	*gx_out = gx;
 	if (ranges) /* never with the fused tail, which needs the strided tiles */
-		*ranges = a->rows <= 2 && !*fuse && gx > 1 ? wg_ranges(a) : 0;
+		*ranges = (a->rows <= 2 || !a->mx) && !*fuse && gx > 1 ? wg_ranges(a) : 0;
 	return cudaSuccess;
 }
 

@@ -331,10 +331,10 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * Such calls synchronise. STRATA_IDX_WAVE_TILES=n (for tests) lowers the tiles a CTA
  * of one wave must hold before the wgmma MXFP4 batch scans (one or two rows a CTA)
  * launch more waves of CTAs (default 56; at most three waves). STRATA_IDX_RANGES=0, 1
- * or 2 (for tests) sets how the unfused wgmma batch scans of one or two rows a CTA
- * split a request's tiles over its CTAs: strided, contiguous ranges, contiguous ranges
- * with the requests interleaved over the launch (default: 2 for two FP8 rows a CTA,
- * else 0). */
+ * or 2 (for tests) sets how the unfused wgmma batch scans (one or two rows a CTA; FP8
+ * four too) split a request's tiles over its CTAs: strided, contiguous ranges,
+ * contiguous ranges with the requests interleaved over the launch (default: 2 for two
+ * and four FP8 rows a CTA, else 0). */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */

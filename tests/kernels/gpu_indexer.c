@@ -533,12 +533,13 @@ START_TEST(wgmma_waves)
 }
 END_TEST
 
-/* The unfused one- and two-row batch scans in contiguous tile ranges (wg_ranges; the
- * default for two FP8 rows a CTA): STRATA_IDX_RANGES = 1 (a CTA scores 1 / G of its
- * request's tiles in a row) and 2 (the same, block b serving request b % n_req), with
- * both key formats: long and mixed rows (CTAs with no tiles where a row has fewer tiles
- * than its request has CTAs), rows at or below k, random, tied and signed weights; four
- * rows a CTA keep the strided tiles. Its own tcase (CK_RUN_CASE=ranges runs it alone). */
+/* The unfused batch scans in contiguous tile ranges (wg_ranges; the default for two and
+ * four FP8 rows a CTA): STRATA_IDX_RANGES = 1 (a CTA scores 1 / G of its request's
+ * tiles in a row) and 2 (the same, block b serving request b % n_req), with both key
+ * formats: long and mixed rows (CTAs with no tiles where a row has fewer tiles than its
+ * request has CTAs), rows at or below k, random, tied and signed weights, four rows (FP8
+ * in ranges; MXFP4 keeps the strided tiles). Its own tcase (CK_RUN_CASE=ranges runs it
+ * alone). */
 START_TEST(wgmma_ranges)
 {
 	for (int f = 0; f < 2; f++) {
@@ -570,6 +571,10 @@ START_TEST(wgmma_ranges)
 			int l4[4] = { 131072, 131073, 131074, 131075 };
 			wgmma_rows_case(fmt, 512, 1, r4, l4, sd + 6, TD_RANDOM, 0,
 					"ranges: one request, 4 long rows");
+			const int m4[4] = { 2, 4, 1, 3 }; /* four-row CTAs, rows of mixed lengths */
+			int l10[10] = { 20000, 65537, 131072, 300, 41000, 777, 200001, 513, 512, 99999 };
+			wgmma_rows_case(fmt, 512, 4, m4, l10, sd + 7, TD_MIXED_W, 0,
+					"ranges: rows 2/4/1/3 signed-w");
 		}
 		unsetenv("STRATA_IDX_RANGES");
 	}
