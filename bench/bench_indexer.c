@@ -29,6 +29,12 @@
  *
  * Inputs: random valid key bytes (realistic scales), random bf16 queries, positive
  * weights; every request owns distinct pages.
+ * Pages (--pages): seq (default) gives each request consecutive pages in memory (its
+ * page table the identity); shuffled permutes every page-table entry among the entries
+ * of the point (all its key copies) whose pages hold the same bytes, so that a
+ * request's consecutive tiles sit far apart, as a pool hands them out, while the keys,
+ * the results and the cold-L2 rotation stay as with seq. The streaming read in roof_us
+ * still reads the point's bytes in order.
  * L2 (--l2): cold by default, as in a decode step, where 60 other layers' data pass
  * through L2 between two calls of one layer: the timed calls rotate over enough copies
  * of the point's pages (each its own page table) that >= COLD_BYTES of other keys are
@@ -56,7 +62,7 @@
 static const char *usage =
 	"usage: strata bench indexer [--model flash|pro] [--ctx 32K,128K,...] [--batch 1,8,...]\n"
 	"                            [--rows 1,2,4] [--fmt mxfp4,fp8] [--q8 [--wgmma]] [--phases]\n"
-	"                            [--l2 cold|warm] [--check-rows ends|all]\n"
+	"                            [--l2 cold|warm] [--pages seq|shuffled] [--check-rows ends|all]\n"
 	"  Sweeps contexts (tokens; C4 entries = tokens / 4), batch sizes, query rows per\n"
 	"  request (MTP) and key formats; times scan + top-k per layer against a streaming\n"
 	"  read of the same bytes, a cuBLAS GEMM of the same shape and a naive baseline.\n"
@@ -69,6 +75,9 @@ static const char *usage =
 	"  2e-3 of the largest selected score at the k-th instead of 2e-5.\n"
 	"  --l2 cold (default): timed calls rotate over copies of the keys, >= 192 MiB\n"
 	"  apart, so no call finds its keys in L2 (a decode step's case); warm: one copy.\n"
+	"  --pages seq (default): a request's pages lie in order in memory; shuffled: each\n"
+	"  page table entry points at a page drawn at random from the point's pages with the\n"
+	"  same content (a pool's scattered pages; same bytes, same results).\n"
 	"  --check-rows (with --check): ends (default) checks the first and the last row of\n"
 	"  every point against the CPU twin; all checks every row (the twin on every host\n"
 	"  core; 1M keys take ~0.5 s a row a core).\n"
@@ -95,6 +104,23 @@ static int parse_list(const char *s, uint64_t *out, int max)
 		n++;
 	}
 	return n;
+}
+
+/* --pages shuffled: the n identity entries of pt permuted within each class of equal
+ * residue mod slot (device page i holds host page i mod slot), so each entry keeps its
+ * bytes and the whole stays a permutation (the copies still use disjoint pages). */
+static void shuffle_pages(int32_t *pt, size_t n, size_t slot, uint64_t seed)
+{
+	uint64_t s = seed;
+	for (size_t r = 0; r < slot && r < n; r++) {
+		const size_t cnt = (n - r + slot - 1) / slot; /* entries r, r + slot, ... */
+		for (size_t m = cnt - 1; m > 0; m--) {
+			const size_t j = (size_t)(rng_next(&s) % (m + 1));
+			const int32_t t = pt[r + m * slot];
+			pt[r + m * slot] = pt[r + j * slot];
+			pt[r + j * slot] = t;
+		}
+	}
 }
 
 /* One request's worth of random valid pages (host). */
@@ -334,7 +360,7 @@ int strata_bench_indexer(int argc, char **argv)
 	uint64_t ctx[MAX_LIST] = { 32768, 131072, 524288, 1048576 }, bat[MAX_LIST] = { 1, 8, 32, 64 },
 		 rws[MAX_LIST] = { 1, 2, 4 };
 	int nctx = 4, nbat = 4, nrws = 3, fmts[2] = { 0, 1 }, nfmt = 2, lists_set = 0, phases = 0,
-	    use_q8 = 0, use_wg = 0, cold = 1, check_all = 0;
+	    use_q8 = 0, use_wg = 0, cold = 1, check_all = 0, shuffled = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
@@ -356,6 +382,8 @@ int strata_bench_indexer(int argc, char **argv)
 			bad = !(check_all = !strcmp(v, "all")) && strcmp(v, "ends");
 		else if (!strcmp(argv[i], "--l2") && v)
 			bad = !(cold = !strcmp(v, "cold")) && strcmp(v, "warm");
+		else if (!strcmp(argv[i], "--pages") && v)
+			bad = !(shuffled = !strcmp(v, "shuffled")) && strcmp(v, "seq");
 		else if (!strcmp(argv[i], "--ctx") && v)
 			bad = (nctx = parse_list(v, ctx, MAX_LIST)) < 1, lists_set |= 1;
 		else if (!strcmp(argv[i], "--batch") && v)
@@ -433,6 +461,9 @@ int strata_bench_indexer(int argc, char **argv)
 		       cold && gpu ? "timed calls rotate over `copies` copies of the keys, >= 192 MiB "
 				     "read between two uses of one copy"
 				   : "every call reads the same keys");
+	bench_out_note(out, "pages %s", shuffled ? "shuffled: page-table entries scattered over the "
+						    "point's pages of the same bytes"
+						  : "seq: each request's pages in order");
 	strata_idxbase *base = NULL;
 	strata_stream *st = NULL;
 	strata_event *e0 = NULL, *e1 = NULL;
@@ -545,6 +576,9 @@ int strata_bench_indexer(int argc, char **argv)
 					(hq8 ? 1.0f / 16.0f : 1.0f);
 			for (size_t i = 0; i < point_pages * (size_t)copies; i++)
 				hpt[i] = (int32_t)i; /* copy c, request q: pages (c nreq + q) ppr + .. */
+			if (shuffled)
+				shuffle_pages(hpt, point_pages * (size_t)copies, (size_t)slot_pages,
+					      o.seed ^ 0x5eedu);
 			for (int q = 0; q <= nreq; q++)
 				hrr[q] = q * R;
 			for (int r = 0; r < nrows; r++)

@@ -1223,6 +1223,11 @@ static int wave_tiles(void) /* read at each batch launch (tests change it) */
  * as much at batch 8, less at batch 32 (451 - 458). One FP8 row lost 1 - 2 % (batch 8:
  * 81.5 - 82.0 against 80.0 - 80.4), MXFP4 one and two rows moved within the noise or
  * lost (batch 32 one row, both modes, 294 - 300 against 280 - 298): those stay strided.
+ * Why two and four FP8 rows gain is not measured: s23's Nsight Compute put 23 % of the
+ * FP8 two-row scan's stall samples on the next tile's page-index read (an L2 trip a
+ * tile), and in a range 32 consecutive indices share one 128-byte line. Those runs
+ * had each request's pages in order in memory; `bench indexer --pages shuffled`
+ * scatters them (not yet run on the GPU).
  * (Ranges weighted by the CTAs' age on their SMs, the oldest taking 1.05 - 1.3 times
  * the mean: no better than equal ranges at two FP8 rows, slower elsewhere the more
  * weight, up to 8 % at MXFP4 batch 8; runs 2 - 4.) STRATA_IDX_RANGES=0 / 1 / 2 (read at
