@@ -37,6 +37,12 @@
 #                    with STRATA_IDX_TRACE=1: a line a point with the latest scan CTA's
 #                    loop end and the call's end (us, three calls) and the graph us;
 #                    carry build-alt too
+#   ranges           build everything, `ctest -L gpu` (CTEST_J=4 at a time; CTEST_R: only
+#                    those), `--check` of FP8 rows 2 / 4 at 1M batch 8 with --pages
+#                    shuffled, then ROUNDS (2) rounds of STRATA_IDX_RANGES 0 / 2 (MODES)
+#                    over FP8 rows 2 / 4 (ROWS) at 1M (CTX) batch 8 / 32 (BATCH), pages
+#                    seq and shuffled (PAGES): does the tile-range gain (s28) hold on a
+#                    pool's scattered pages? One line a point (OUT/ranges.txt)
 #   tools            cuobjdump and nvdisasm, gzipped, into OUT: scripts/sass.sh reads SASS
 #                    here with them (this machine has nvcc and ptxas only)
 set -u
@@ -191,13 +197,32 @@ scanend)
 	done
 	rm -f "$OUT/t.txt"
 	;;
+ranges)
+	build all || { echo "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+	ctest --test-dir build-gpu -L gpu ${CTEST_R:+-R "$CTEST_R"} -j "${CTEST_J:-4}" \
+		--output-on-failure --timeout "${CTEST_TO:-500}" >"$OUT/ctest.txt" 2>&1
+	grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.txt" | head -20
+	timeout 150 $B bench indexer --check --pages shuffled --ctx 1M --batch 8 --rows 2,4 \
+		--fmt fp8 --q8 --wgmma >"$OUT/check.txt" 2>&1
+	echo "check rc=$?" | tee -a "$OUT/check.txt"
+	for i in $(seq "${ROUNDS:-2}"); do
+		for pg in ${PAGES:-seq shuffled}; do
+			for v in ${MODES:-0 2}; do
+				STRATA_IDX_RANGES=$v timeout 100 $B bench indexer --pages $pg \
+					--ctx "${CTX:-1M}" --batch "${BATCH:-8,32}" --rows "${ROWS:-2,4}" \
+					--fmt fp8 --q8 --wgmma 2>&1 | grep -E "^fp8 " |
+					awk -v l="$pg r$v $i" '{print l, $3, $4, "rows", $5, "graph", $9, "eff", $14}'
+			done
+		done
+	done | tee "$OUT/ranges.txt"
+	;;
 tools)
 	for t in cuobjdump nvdisasm; do
 		gzip -c "/usr/local/cuda/bin/$t" >"$OUT/$t.gz"
 	done
 	;;
 *)
-	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV...|lean|scanend V...|tools" >&2
+	echo "usage: $0 diag|ncu|run REV|final REV|quick|abq REV...|lean|scanend V...|ranges|tools" >&2
 	exit 2
 	;;
 esac
