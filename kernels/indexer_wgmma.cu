@@ -1208,30 +1208,29 @@ static int wave_tiles(void) /* read at each batch launch (tests change it) */
 }
 
 /* Tile ranges of the unfused scans of one or two rows a CTA, and of four FP8 rows
- * (idx_wg_args.ranges; ScanCta::begin's MOVE): 0, a CTA
- * scores tiles x, x + G, ... (G CTAs a request); 1, a contiguous 1 / G of them; 2, the
- * same with block b (launch order) serving request b % n_req, part b / n_req (a
- * request's CTAs spread over the launch, not side by side). 2 for two and four FP8 rows
- * a CTA, else 0. H200, one binary, the modes alternated (bench/results/2026-12-02-h200-s28,
- * run 5; graph us, eff): FP8 two rows 1M batch 8 107.2 - 107.6 (0.73 - 0.75) against
- * 111.7 - 112.2 (0.71 - 0.73), batch 32 414 - 453 (0.70 - 0.77) against 466 - 472 (0.68 -
- * 0.69), batch 64 889 - 892 (0.72) against 930 - 932 (0.68 - 0.69); 512K batch 32 208 -
- * 227 against 229 - 238; 128K batch 32 62.0 - 62.2 against 64.9 - 65.0. FP8 four rows
- * (run 7): 1M batch 8 194.5 - 195.3 (0.81 - 0.82) against 204.8 - 206.2 (0.77), batch 32
- * 780 - 790 (0.80 - 0.81) against 830 - 831 (0.76); 512K batch 32 384 - 404 against 403 -
- * 423. Mode 1 gained
- * as much at batch 8, less at batch 32 (451 - 458). One FP8 row lost 1 - 2 % (batch 8:
- * 81.5 - 82.0 against 80.0 - 80.4), MXFP4 one and two rows moved within the noise or
- * lost (batch 32 one row, both modes, 294 - 300 against 280 - 298): those stay strided.
- * Why two and four FP8 rows gain is not measured: s23's Nsight Compute put 23 % of the
- * FP8 two-row scan's stall samples on the next tile's page-index read (an L2 trip a
- * tile), and in a range 32 consecutive indices share one 128-byte line. Those runs
- * had each request's pages in order in memory; `bench indexer --pages shuffled`
- * scatters them (not yet run on the GPU).
- * (Ranges weighted by the CTAs' age on their SMs, the oldest taking 1.05 - 1.3 times
- * the mean: no better than equal ranges at two FP8 rows, slower elsewhere the more
- * weight, up to 8 % at MXFP4 batch 8; runs 2 - 4.) STRATA_IDX_RANGES=0 / 1 / 2 (read at
- * each batch launch; tests) sets the mode for both formats. */
+ * (idx_wg_args.ranges; ScanCta::begin's MOVE): 0, a CTA scores tiles x, x + G, ... (G
+ * CTAs a request); 1, a contiguous 1 / G of them; 2, the same with block b (launch
+ * order) serving request b % n_req, part b / n_req (a request's CTAs spread over the
+ * launch, not side by side). 2 for two and four FP8 rows a CTA, else 0. H200, one
+ * binary, the modes alternated (bench/results/2026-12-02-h200-s28, run 5; graph us,
+ * eff): FP8 two rows 1M batch 8 107.2 - 107.6 (0.73 - 0.75) against 111.7 - 112.2 (0.71
+ * - 0.73), batch 32 414 - 453 (0.70 - 0.77) against 466 - 472 (0.68 - 0.69), batch 64
+ * 889 - 892 (0.72) against 930 - 932 (0.68 - 0.69); 512K batch 32 208 - 227 against 229
+ * - 238; 128K batch 32 62.0 - 62.2 against 64.9 - 65.0. FP8 four rows (run 7): 1M batch
+ * 8 194.5 - 195.3 (0.81 - 0.82) against 204.8 - 206.2 (0.77), batch 32 780 - 790 (0.80 -
+ * 0.81) against 830 - 831 (0.76); 512K batch 32 384 - 404 against 403 - 423. Mode 1
+ * gained as much at batch 8, less at batch 32 (451 - 458). One FP8 row lost 1 - 2 %
+ * (batch 8: 81.5 - 82.0 against 80.0 - 80.4), MXFP4 one and two rows moved within the
+ * noise or lost (batch 32 one row, both modes, 294 - 300 against 280 - 298): those stay
+ * strided. Why two and four FP8 rows gain is not measured: s23's Nsight Compute put 23 %
+ * of the FP8 two-row scan's stall samples on the next tile's page-index read (an L2 trip
+ * a tile), and in a range 32 consecutive indices share one 128-byte line. Those runs had
+ * each request's pages in order in memory; `bench indexer --pages shuffled` scatters
+ * them (not yet run on the GPU). (Ranges weighted by the CTAs' age on their SMs, the
+ * oldest taking 1.05 - 1.3 times the mean: no better than equal ranges at two FP8 rows,
+ * slower elsewhere the more weight, up to 8 % at MXFP4 batch 8; runs 2 - 4.)
+ * STRATA_IDX_RANGES=0 / 1 / 2 (read at each batch launch; tests) sets the mode for both
+ * formats. */
 static int wg_ranges(const idx_wg_args *a)
 {
 	const char *e = getenv("STRATA_IDX_RANGES");
