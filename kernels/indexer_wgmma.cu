@@ -1233,6 +1233,8 @@ static int wave_tiles(void) /* read at each batch launch (tests change it) */
  * formats. */
 static int wg_ranges(const idx_wg_args *a)
 {
+	if (a->rows > 2 && a->mx)
+		return 0; /* the four-row MXFP4 scan keeps its strided tiles (begin's MOVE) */
 	const char *e = getenv("STRATA_IDX_RANGES");
 	if (e && *e)
 		return atoi(e) == 1 ? 1 : atoi(e) == 2 ? 2 : 0;
@@ -1270,7 +1272,7 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 		gx <= IDX_FLAGS;
 	*gx_out = gx;
 	if (ranges) /* never with the fused tail, which needs the strided tiles */
-		*ranges = (a->rows <= 2 || !a->mx) && !*fuse && gx > 1 ? wg_ranges(a) : 0;
+		*ranges = !*fuse && gx > 1 ? wg_ranges(a) : 0;
 	return cudaSuccess;
 }
 

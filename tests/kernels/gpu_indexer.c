@@ -578,7 +578,6 @@ START_TEST(wgmma_ranges)
 		}
 		unsetenv("STRATA_IDX_RANGES");
 	}
-	unsetenv("STRATA_IDX_RANGES");
 }
 END_TEST
 
