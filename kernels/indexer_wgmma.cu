@@ -1224,9 +1224,11 @@ static int wave_tiles(void) /* read at each batch launch (tests change it) */
  * noise or lost (batch 32 one row, both modes, 294 - 300 against 280 - 298): those stay
  * strided. Why two and four FP8 rows gain is not measured: s23's Nsight Compute put 23 %
  * of the FP8 two-row scan's stall samples on the next tile's page-index read (an L2 trip
- * a tile), and in a range 32 consecutive indices share one 128-byte line. Those runs had
- * each request's pages in order in memory; `bench indexer --pages shuffled` scatters
- * them (not yet run on the GPU). (Ranges weighted by the CTAs' age on their SMs, the
+ * a tile), and in a range 32 consecutive indices share one 128-byte line. It is not the
+ * bench's pages lying in order in memory: with them scattered (`bench indexer --pages
+ * shuffled`) the gain held, 1M batch 8 two rows 106.3 - 106.8 against 111.5 - 111.6,
+ * batch 32 four rows 767 - 775 against 822 - 833 (bench/results/2026-12-02-h200-s29,
+ * run 1). (Ranges weighted by the CTAs' age on their SMs, the
  * oldest taking 1.05 - 1.3 times the mean: no better than equal ranges at two FP8 rows,
  * slower elsewhere the more weight, up to 8 % at MXFP4 batch 8; runs 2 - 4.)
  * STRATA_IDX_RANGES=0 / 1 / 2 (read at each batch launch; tests) sets the mode for both
