@@ -233,12 +233,8 @@ template <int N> __device__ __forceinline__ void wait_groups()
  * issued, and waited for, unconditionally (ptxas serialises the wgmmas where they or
  * their waits sit under branches); epilogues run for rows r with lr[r] (block-uniform).
  * Every MMA issued here is complete on return. */
-struct NoHook {
-	__device__ __forceinline__ void operator()() const {}
-};
-template <int R, typename Issue, typename Epi, typename Done = NoHook>
-__device__ __forceinline__ void rows_overlapped(const int (&lr)[R], Issue issue, Epi epi,
-						Done done = Done())
+template <int R, typename Issue, typename Epi>
+__device__ __forceinline__ void rows_overlapped(const int (&lr)[R], Issue issue, Epi epi)
 {
 	float d[2][32];
 	issue(d[0], 0);
@@ -249,7 +245,6 @@ __device__ __forceinline__ void rows_overlapped(const int (&lr)[R], Issue issue,
 			asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* row r's */
 		} else {
 			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-			done(); /* every MMA of the tile complete: before the last epilogue */
 		}
 		reg_fence(d[r & 1]);
 		if (lr[r])
@@ -713,7 +708,7 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R> &sm, i
  * tile loop from 213 SASS instructions a warp to 206. H200, 1M keys (run 6 of
  * bench/results/2026-12-01-h200-s17): batch 8 79.6 - 79.8 us a call against 81.4; one
  * row 21.9 us, unchanged. */
-template <int S, int R, bool E>
+template <int S, int R>
 __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -729,11 +724,10 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 	const uint64_t pol = l2_evict_first();
 	const SsCopy cp;
 
-	constexpr int A = S - 1 + E; /* tiles ahead of the one being scored */
 #pragma unroll
-	for (int i = 0; i < A; i++)
+	for (int i = 0; i < S - 1; i++)
 		ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
-	int pnext = pt_at(A); /* the page-table read, a tile ahead */
+	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
@@ -769,22 +763,11 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 
 	for (int i = 0; i < n; i++) {
 		const int slot = i % S;
-		wait_groups<A - 1>(); /* this thread's copies of tile i */
+		wait_groups<S - 2>(); /* this thread's copies of tile i */
 		fence_async_smem();   /* ... before the MMA reads them */
 		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		if (!E) {
-			ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
-			pnext = pt_at(i + S);
-		}
-		/* E: tile i + S into tile i's own slot as soon as every MMA that reads it is
-		 * done (and every thread has its scale), before the epilogue */
-		auto refill = [&]() {
-			if (E) {
-				__syncthreads();
-				ss_load(page_of(i + S, pnext), sm, slot, pol, cp);
-				pnext = pt_at(i + S + 1);
-			}
-		};
+		ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
+		pnext = pt_at(i + S);
 
 		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
 		/* row r's MMA (not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
@@ -807,18 +790,14 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 			const float ks = sm.ks[slot][kt];
 			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 			reg_fence(d);
-			refill();
 			/* warp w holds keys 16w .. + 15 */
 			score_tile<false, true>(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0]);
 		} else {
 			const float ks = sm.ks[slot][kt];
-			rows_overlapped(
-				lr, issue,
-				[&](const float(&d)[32], int r) {
-					score_tile<hist_packed(R), true>(d, wt[r], c, ks, key < lr[r],
-									 sp + (size_t)r * a.sstride, sm.hist[r]);
-				},
-				refill);
+			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
+				score_tile<hist_packed(R), true>(d, wt[r], c, ks, key < lr[r],
+								 sp + (size_t)r * a.sstride, sm.hist[r]);
+			});
 		}
 		key += kstep;
 		sp += kstep;
@@ -1348,12 +1327,9 @@ extern "C" int idx_wgmma_ready(void)
 			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
 			major == 9 && minor == 0 &&
-			wg_prepare(scan_ss_kernel<kSsStages, 1, false>, smem_of<SsSmem<kSsStages, 1>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 2, false>, smem_of<SsSmem<kSsStages, 2>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 4, false>, smem_of<SsSmem<kSsStages, 4>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 2>, smem_of<SsSmem<kSsStages, 2>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 4>, smem_of<SsSmem<kSsStages, 4>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, false, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 2>, smem_of<RsSmem<kRsStages, 2>>()) &&
@@ -1368,14 +1344,9 @@ extern "C" int idx_wgmma_ready(void)
 template <int R>
 static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st, int *fused)
 {
-	if (!a->mx) {
-		const char *e = getenv("STRATA_IDX_SS_EARLY");
-		if (e && atoi(e) == 1)
-			return wg_launch(scan_ss_kernel<kSsStages, R, true>, smem_of<SsSmem<kSsStages, R>>(), a,
-					 n_req, max_limit, st, fused);
-		return wg_launch(scan_ss_kernel<kSsStages, R, false>, smem_of<SsSmem<kSsStages, R>>(), a,
-				 n_req, max_limit, st, fused);
-	}
+	if (!a->mx)
+		return wg_launch(scan_ss_kernel<kSsStages, R>, smem_of<SsSmem<kSsStages, R>>(), a, n_req,
+				 max_limit, st, fused);
 	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
 	if (R > 1) /* never fused (wg_shape): the one-set loop */
 		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused,
