@@ -132,7 +132,6 @@ template <int S, int R> struct RsSmem {
 	 * bench/results/2026-12-01-h200-s25) */
 	float wt[R][4][kWtStride];
 	uint32_t hist[R][hist_words(R)];
-	int nc[2]; /* DYN (scan_rs_kernel): the chunk after next, by chunk parity */
 	TailSmem tail;
 };
 template <typename T> constexpr size_t smem_of()
@@ -260,11 +259,6 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 		raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(raw) & 1023)) & 1023));
 }
 
-/* Tiles a chunk of the one-set MXFP4 loop's run-time tiles (scan_rs_kernel's DYN). */
-constexpr int kDynChunk = 8;
-constexpr int kDynSlot = 7; /* the count slot of a request's chunk counter (zero at rest) */
-static_assert(kDynSlot < IDX_CNT, "a spare count slot");
-
 /* What a scan CTA works on: request req's rows row .. row + R - 1 (those it has), their
  * limits lr[] (0: a row not scored here), the largest L, and its n tiles x, x + G, ...;
  * the page-table entries by tile (tile i of the CTA at pt[px + i G]). By default req =
@@ -281,7 +275,7 @@ struct ScanCta {
 		/* with a.ranges == 2, block b (launch order) is part b / n_req of request
 		 * b % n_req */
 		const int nq = (int)gridDim.y, b = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-		req = MOVE && a.ranges >= 2 ? b % nq : (int)blockIdx.y;
+		req = MOVE && a.ranges == 2 ? b % nq : (int)blockIdx.y;
 		row = a.req_rows[req];
 		const int nr = a.req_rows[req + 1] - row;
 		if (nr < 1)
@@ -312,13 +306,7 @@ struct ScanCta {
 			 * to tile x (x not held in the loop); in the four-row MXFP4 loop (168
 			 * registers) the moved pt spilled, so that one stays as it was */
 			G = a.tstride;
-			if (a.ranges == 3) { /* chunks at run time (scan_rs_kernel's DYN): part p
-					      * starts with chunk p of kDynChunk tiles */
-				x = (int)(b / nq);
-				n = 0;
-				if (x >= (tiles + kDynChunk - 1) / kDynChunk)
-					return false;
-			} else if (a.ranges) { /* part p of P: tiles [tiles p / P, tiles (p + 1) / P) (G = 1) */
+			if (a.ranges) { /* part p of P: tiles [tiles p / P, tiles (p + 1) / P) (G = 1) */
 				const long long part = a.ranges == 2 ? b / nq : x, parts = gridDim.x;
 				x = (int)(tiles * part / parts);
 				n = (int)(tiles * (part + 1) / parts) - x;
@@ -329,8 +317,7 @@ struct ScanCta {
 					return false;
 				n = (tiles - x + G - 1) / G;
 			}
-			if (a.ranges != 3)
-				pt += x;
+			pt += x;
 			px = 0;
 		} else {
 			G = (int)gridDim.x;
@@ -932,14 +919,13 @@ template <int V> struct Ic { /* a compile-time int for the unrolled loop's steps
 	static constexpr int value = V;
 };
 
-template <int S, bool ONE, int R, bool DYN = false>
+template <int S, bool ONE, int R>
 __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 2 ? kRsTwoCtas : kCtasOf[R]) : 1)
 	scan_rs_kernel(const idx_wg_args a)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	static_assert(S >= 3 && (S & (S - 1)) == 0, "a tile in flight beyond the next one; cheap slots");
 	static_assert(ONE || R == 1, "the two-set loop scores one row");
-	static_assert(!DYN || (ONE && R <= 2), "run-time chunks: the one-set loop, one or two rows");
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S, R> &sm = smem_at<RsSmem<S, R>>(smem_raw);
 	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
@@ -958,24 +944,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	 * t % 4, in step t - S + 1 (the copies' instructions spread over the warps, which
 	 * meet at every MMA). pmine: that lane's next tile's page index, read 4 tiles ahead. */
 	const int t_first = (warp - (S - 1)) & 3; /* this warp's first copy: tile S - 1 + t_first */
-	/* DYN: the CTA's tiles come in chunks of C = kDynChunk: part x of P takes chunks x and
-	 * x + P, then those its thread 0 takes from the request's counter (count slot
-	 * kDynSlot of its first scored row, cleared by that row's select), each claimed a
-	 * chunk before it starts (claimed; handed to every thread through sm.nc and the
-	 * chunk's barrier). cur, nxt: the ids of the chunk being scored and the next (>= nch:
-	 * none; the loop ends there). Position q of the CTA's sequence is tile id C + q % C of
-	 * its chunk; past the request's last tile, the last tile's page again (its keys are
-	 * past every limit: not scored). */
-	constexpr int C = kDynChunk;
-	const int tiles = (cta.L + kTile - 1) / kTile, nch = (tiles + C - 1) / C;
-	int cur = cta.x, nxt = cta.x + (int)gridDim.x, claimed = 0;
-	auto dyn_page = [&](int id, int q) { /* q: the position's offset in its chunk */
-		const int t = id * C + q;
-		return id < nch ? __ldg(cta.pt + (t < tiles ? t : tiles - 1)) : -1;
-	};
 	int pmine = 0;
 	if (lane == 0)
-		pmine = DYN ? dyn_page(cur, S - 1 + t_first) : cta.pt_at(S - 1 + t_first);
+		pmine = cta.pt_at(S - 1 + t_first);
 	if (tid == 0) {
 		/* the first pages' indices, every read in flight before the first copy (read
 		 * one copy at a time, each copy waited for its own read: three L2 trips in a
@@ -985,15 +956,15 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 		int p0[S - 1];
 #pragma unroll
 		for (int i = 0; i < S - 1; i++)
-			p0[i] = DYN ? dyn_page(cur, i) : EARLY ? cta.pt_at(i) : 0;
+			p0[i] = EARLY ? cta.pt_at(i) : 0;
 #pragma unroll
 		for (int s = 0; s < S; s++)
 			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #pragma unroll
 		for (int i = 0; i < S - 1; i++)
-			if (DYN || i < n)
-				rs_bulk(page_at(EARLY || DYN ? p0[i] : cta.pt_at(i)), slot_of(i), bar_of(i));
+			if (i < n)
+				rs_bulk(page_at(EARLY ? p0[i] : cta.pt_at(i)), slot_of(i), bar_of(i));
 	}
 	constexpr bool WSM = ONE && R < 4; /* the head weights in shared memory (below) */
 	{ /* the queries (16-byte aligned: the dispatcher checks) as B in the keys' dim order:
@@ -1131,22 +1102,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 		/* Tile i = 4j + U: its slot U, its copy's warp and slot fixed by U (S = 4), so
 		 * the loop is unrolled by four and those are constants. */
 		static_assert(S == 4, "one slot per unrolled step");
-		/* J: the step's place in its DYN chunk (unused otherwise) */
-		auto step = [&](auto u, int i, auto jj) {
+		auto step = [&](auto u, int i) {
 			constexpr int U = decltype(u)::value;
-			[[maybe_unused]] constexpr int J = decltype(jj)::value;
-			if constexpr (DYN) { /* the copy of position i + 3; then the page of this
-					      * lane's next, i + 7 (in this chunk only from J = 0) */
-				constexpr int sl = (U + S - 1) & (S - 1);
-				if (lane == 0 && warp == ((U + S - 1) & 3)) {
-					if (pmine >= 0)
-						rs_bulk(page_at(pmine), ring0 + (uint32_t)sl * kMxPage,
-							bar0 + (uint32_t)sl * 8u);
-					pmine = dyn_page(J == 0 ? cur : nxt, (J + 7) % C);
-				}
-			} else {
-				refill_to(i, (U + S - 1) & (S - 1), (U + S - 1) & 3);
-			}
+			refill_to(i, (U + S - 1) & (S - 1), (U + S - 1) & 3);
 			uint32_t acur[16];
 			float kcur = 0.0f;
 			read_from(i, U, acur, &kcur);
@@ -1162,55 +1120,19 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 			}
 			next();
 		};
-		if constexpr (DYN) {
-			static_assert(C == 8, "a chunk: two unrolled groups of four");
-			int r0 = R; /* the first row scored here: its select clears the counter */
-#pragma unroll
-			for (int r = R - 1; r >= 0; r--)
-				if (lr[r])
-					r0 = r;
-			uint32_t *ctr = a.count + (size_t)(row + r0) * IDX_CNT + kDynSlot;
-			const int P = (int)gridDim.x, koff = kWarpKeys * warp + g + 8 * c;
-			float *const srow = a.scores + (size_t)row * a.sstride;
-			if (tid == 0)
-				claimed = 2 * P + (int)atomicAdd(ctr, 1u);
-			for (int k = 0;; k++) {
-				const int i = C * k;
-				key = cur * C * kTile + koff;
-				sp = srow + key;
-				step(Ic<0>{}, i, Ic<0>{});
-				step(Ic<1>{}, i + 1, Ic<1>{});
-				step(Ic<2>{}, i + 2, Ic<2>{});
-				step(Ic<3>{}, i + 3, Ic<3>{});
-				step(Ic<0>{}, i + 4, Ic<4>{});
-				step(Ic<1>{}, i + 5, Ic<5>{});
-				step(Ic<2>{}, i + 6, Ic<6>{});
-				step(Ic<3>{}, i + 7, Ic<7>{});
-				if (tid == 0)
-					sm.nc[k & 1] = claimed; /* chunk k + 2's id */
-				__syncthreads();
-				cur = nxt;
-				nxt = sm.nc[k & 1];
-				if (cur >= nch)
-					break; /* block-uniform; no copy went out for it */
-				if (tid == 0)
-					claimed = 2 * P + (int)atomicAdd(ctr, 1u);
-			}
-		} else {
-			int i = 0;
-			for (; i + 4 <= n; i += 4) {
-				step(Ic<0>{}, i, Ic<0>{});
-				step(Ic<1>{}, i + 1, Ic<0>{});
-				step(Ic<2>{}, i + 2, Ic<0>{});
-				step(Ic<3>{}, i + 3, Ic<0>{});
-			}
-			if (i < n)
-				step(Ic<0>{}, i, Ic<0>{});
-			if (i + 1 < n)
-				step(Ic<1>{}, i + 1, Ic<0>{});
-			if (i + 2 < n)
-				step(Ic<2>{}, i + 2, Ic<0>{});
+		int i = 0;
+		for (; i + 4 <= n; i += 4) {
+			step(Ic<0>{}, i);
+			step(Ic<1>{}, i + 1);
+			step(Ic<2>{}, i + 2);
+			step(Ic<3>{}, i + 3);
 		}
+		if (i < n)
+			step(Ic<0>{}, i);
+		if (i + 1 < n)
+			step(Ic<1>{}, i + 1);
+		if (i + 2 < n)
+			step(Ic<2>{}, i + 2);
 	} else {
 		uint32_t a0[16], a1[16];
 		float ks0 = 0.0f, ks1 = 0.0f;
@@ -1315,9 +1237,6 @@ static int wg_ranges(const idx_wg_args *a)
 {
 	if (a->rows > 2 && a->mx)
 		return 0; /* the four-row MXFP4 scan keeps its strided tiles (begin's MOVE) */
-	const char *d = getenv("STRATA_IDX_DYN"); /* experiment: MXFP4 chunks at run time */
-	if (a->mx && d && atoi(d) == 1)
-		return 3;
 	const char *e = getenv("STRATA_IDX_RANGES");
 	if (e && *e)
 		return atoi(e) == 1 ? 1 : atoi(e) == 2 ? 2 : 0;
@@ -1334,8 +1253,6 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
-	if (max_waves > 1 && ranges && wg_ranges(a) == 3)
-		max_waves = 1; /* run-time chunks balance the CTAs themselves: one wave */
 	if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
 	    (e = cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
 	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWgThreads, smem)) !=
@@ -1365,7 +1282,7 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
  * resident at once, or the launch fails (and runs unfused). */
 template <typename K>
 static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-		     cudaStream_t st, int *fused, int max_waves = 1, K kdyn = nullptr)
+		     cudaStream_t st, int *fused, int max_waves = 1)
 {
 	long long gx = 1;
 	int fuse = 0;
@@ -1388,10 +1305,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	at[0].val.cooperative = 1;
 	cfg.attrs = at;
 	cfg.numAttrs = w.fused ? 1 : 0;
-	if (ranges == 3 && !kdyn) { /* no run-time chunks in this kernel: ranges */
-		w.ranges = 2;
-	}
-	e = cudaLaunchKernelEx(&cfg, ranges == 3 && kdyn ? kdyn : kern, w);
+	e = cudaLaunchKernelEx(&cfg, kern, w);
 	if (e == cudaErrorCooperativeLaunchTooLarge) {
 		/* fewer SMs than the occupancy query saw (MPS, a partitioned GPU): the
 		 * unfused tail needs no co-residency */
@@ -1419,8 +1333,6 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_rs_kernel<kRsStages, false, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 2>, smem_of<RsSmem<kRsStages, 2>>()) &&
-			wg_prepare(scan_rs_kernel<kRsStages, true, 1, true>, smem_of<RsSmem<kRsStages, 1>>()) &&
-			wg_prepare(scan_rs_kernel<kRsStages, true, 2, true>, smem_of<RsSmem<kRsStages, 2>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 4>, smem_of<RsSmem<kRsStages, 4>>());
 		if (!ready)
 			(void)cudaGetLastError(); /* "no kernel image" is not sticky: clear it */
@@ -1436,11 +1348,9 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		return wg_launch(scan_ss_kernel<kSsStages, R>, smem_of<SsSmem<kSsStages, R>>(), a, n_req,
 				 max_limit, st, fused);
 	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
-	constexpr int RD = R > 2 ? 2 : R; /* the DYN kernel's rows (none at four) */
-	auto kdyn = R <= 2 ? scan_rs_kernel<kRsStages, true, RD, true> : nullptr;
 	if (R > 1) /* never fused (wg_shape): the one-set loop */
 		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused,
-				 R == 2 ? kRsWaves : 1, R == 2 ? kdyn : nullptr);
+				 R == 2 ? kRsWaves : 1);
 	/* one row: the two-register-set loop where the fused tail runs, else the one-set loop
 	 * (more CTAs an SM; scan_rs_kernel) */
 	long long gx = 1;
@@ -1451,7 +1361,7 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		return (int)e;
 	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false, 1>, smem, a, n_req, max_limit, st, fused)
 		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, smem, a, n_req, max_limit, st, fused,
-				kRsWaves, kdyn);
+				kRsWaves);
 }
 
 extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream,
