@@ -90,7 +90,7 @@ typedef struct idx_wg_args {
 	size_t cap;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
 	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
-	int ranges;                /* rows 1 - 2: contiguous tile ranges (indexer_wgmma.cu wg_ranges) */
+	int ranges;                /* 0 strided tiles, 1 / 2 contiguous ranges (indexer_wgmma.cu wg_ranges) */
 	int tstride;               /* tiles between a CTA's tiles: the grid's x, or 1 with ranges */
 } idx_wg_args;
 
