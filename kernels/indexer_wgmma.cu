@@ -10,8 +10,10 @@
 //
 // FP8 keys (scan_ss_kernel): both operands in shared memory, in the 128-byte-swizzled
 // K-major layout (rows of 128 bytes, 8-row atoms of 1 KiB, 16-byte chunk j of row r at
-// j ^ (r % 8)). The key tile is A, copied by cp.async straight into that layout (a ring
-// of tiles); the query's 64 heads x 128 bytes are B, staged once; so a tile is 4 wgmma
+// j ^ (r % 8)). The key tile is A, copied straight into that layout (a ring of tiles):
+// with one row a CTA by every thread's cp.async, with two or four by one thread's TMA
+// tensor copy (the page pool seen as rows of 128 bytes; ss_tma_mode says why each);
+// the query's 64 heads x 128 bytes are B, staged once; so a tile is 4 wgmma
 // m64n64k32 (k-steps of 32 bytes: the descriptors' start advances by 32 bytes inside the
 // swizzled rows). Keys as the rows, as in the MXFP4 scan, put a key's 64 heads in its
 // warp (lane (g, c): 16 heads of keys g and g + 8), so the epilogue is the MXFP4 one: 16
@@ -53,8 +55,10 @@
 // each page-table entry is read a tile ahead of the copy that needs it (an index, made
 // an address only there). Hopper's FP8 tensor cores add with about 13 mantissa bits, so
 // scores differ from the CPU twin's by more than the fp32 paths' (kernels.h, scan_wgmma).
+#include <cuda.h> /* CUtensorMap (types only: the encoder comes through the runtime) */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 
 #include "kernels/indexer_int.h"
 
@@ -116,6 +120,7 @@ template <int S, int R> struct SsSmem {
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
 	float ks[S][kTile];                    /* the keys' fp32 scales */
 	uint32_t hist[R][hist_words(R)];
+	uint64_t bar[S];                       /* TMA form: the ring slots' barriers */
 	TailSmem tail;
 };
 constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
@@ -703,13 +708,49 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R> &sm, i
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+/* Waits for phase `parity` of a barrier (acquire: the bulk copies' bytes are visible). */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+	asm volatile("{\n\t.reg .pred done;\n"
+		     "RS_WAIT_%=:\n\t"
+		     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+		     "@!done bra RS_WAIT_%=;\n}\n" ::"r"(bar),
+		     "r"(parity)
+		     : "memory");
+}
+
+/* The TMA form of ss_load (scan_ss_kernel's T): page p's 64 keys by one tensor copy
+ * (the tensor map `tm`: the page pool as rows of 128 bytes, 66 a page, read 64 rows at a
+ * time with the 128-byte swizzle, the operand layout sw128 describes) into the slot at
+ * `dst`, and its 64 scales by one bulk copy to `ks`, both completing on the slot's
+ * barrier. One thread issues it, after a barrier behind which every read of the slot
+ * has returned (the MMAs waited for, the scales' loads used): no proxy fence. */
+__device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pages, int p,
+				       uint32_t dst, uint32_t ks, uint32_t bar)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+		     "n"(kFp8Page)
+		     : "memory");
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+		     "l"(reinterpret_cast<uint64_t>(tm)), "r"(0), "r"(p * (kFp8Page / kRowB)), "r"(bar),
+		     "l"(l2_evict_first())
+		     : "memory");
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+		     "[%0], [%1], %2, [%3], %4;\n" ::"r"(ks),
+		     "l"(pages + (size_t)p * kFp8Page + kTileBytes), "n"(kTile * 4), "r"(bar),
+		     "l"(l2_evict_first())
+		     : "memory");
+}
+
 /* S - 1 tiles in flight ahead of the one being scored. Six CTAs an SM (shared memory
  * allows six), so 80 registers: the cap and the scales' plain copy (ss_load) took the
  * tile loop from 213 SASS instructions a warp to 206. H200, 1M keys (run 6 of
  * bench/results/2026-12-01-h200-s17): batch 8 79.6 - 79.8 us a call against 81.4; one
  * row 21.9 us, unchanged. */
-template <int S, int R>
-__global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const idx_wg_args a)
+template <int S, int R, bool T>
+__global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
+	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
@@ -724,9 +765,26 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 	const uint64_t pol = l2_evict_first();
 	const SsCopy cp;
 
+	const uint32_t b0 = (uint32_t)__cvta_generic_to_shared(sm.b[0]);
+	const uint32_t ks0 = (uint32_t)__cvta_generic_to_shared(sm.ks[0]);
+	const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&sm.bar[0]);
+	if constexpr (T) {
+		if (tid == 0) {
 #pragma unroll
-	for (int i = 0; i < S - 1; i++)
-		ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
+			for (int s = 0; s < S; s++)
+				asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
+			asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#pragma unroll
+			for (int i = 0; i < S - 1; i++)
+				if (i < n)
+					ss_tma(&tm, a.pages, pt_at(i), b0 + (uint32_t)(i * kTileBytes),
+					       ks0 + (uint32_t)(i * kTile * 4), bar0 + 8u * i);
+		}
+	} else {
+#pragma unroll
+		for (int i = 0; i < S - 1; i++)
+			ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
+	}
 	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
@@ -746,9 +804,11 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 		for (int i = tid; i < R * hist_words(R); i += kWgThreads) /* every row's */
 			(&sm.hist[0][0])[i] = 0;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
+		if (T)
+			__syncthreads(); /* the barriers initialised, before anyone waits on them */
 	}
 	const uint64_t db = wg_desc((uint32_t)__cvta_generic_to_shared(sm.q[0])); /* row r: + r kQDesc */
-	const uint64_t da0 = wg_desc((uint32_t)__cvta_generic_to_shared(sm.b[0])); /* buffer 0 */
+	const uint64_t da0 = wg_desc(b0); /* buffer 0 */
 	const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
 	float wt[R][16];
 #pragma unroll
@@ -763,10 +823,27 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 
 	for (int i = 0; i < n; i++) {
 		const int slot = i % S;
-		wait_groups<S - 2>(); /* this thread's copies of tile i */
-		fence_async_smem();   /* ... before the MMA reads them */
-		__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
-		ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
+		/* TMA form: tile i + S - 1 into tile i - 1's slot by thread 0; with one row after
+		 * the MMA is issued, so that warp 0's copy does not delay the warpgroup's MMA */
+		const int pfill = pnext; /* tile i + S - 1's page (pnext moves on below) */
+		auto refill = [&]() {
+			if (tid == 0 && i + S - 1 < n) {
+				const int sl = (i + S - 1) % S;
+				ss_tma(&tm, a.pages, pfill, b0 + (uint32_t)(sl * kTileBytes),
+				       ks0 + (uint32_t)(sl * kTile * 4), bar0 + 8u * (uint32_t)sl);
+			}
+		};
+		if constexpr (T) {
+			mbar_wait(bar0 + 8u * (uint32_t)slot, (uint32_t)(i / S) & 1u); /* tile i landed */
+			__syncthreads(); /* tile i - 1 wholly scored: its slot is free */
+			if (R > 1)
+				refill();
+		} else {
+			wait_groups<S - 2>(); /* this thread's copies of tile i */
+			fence_async_smem();   /* ... before the MMA reads them */
+			__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
+			ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
+		}
 		pnext = pt_at(i + S);
 
 		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
@@ -785,6 +862,8 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R]) scan_ss_kernel(const i
 		if (R == 1) {
 			float d[32];
 			issue(d, 0);
+			if (T)
+				refill();
 			/* the keys' scales (score_tile with MAX: sums of the ReLUs), read while
 			 * the MMA runs */
 			const float ks = sm.ks[slot][kt];
@@ -850,17 +929,6 @@ __device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint
 		     "l"(page), "n"(kMxPage), "r"(bar), "l"(l2_evict_first()) /* made here, one
 		     * instruction a copy: held across the loop it would cost 2 of the batch
 		     * loop's 80 registers */
-		     : "memory");
-}
-
-/* Waits for phase `parity` of a barrier (acquire: the bulk copies' bytes are visible). */
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-	asm volatile("{\n\t.reg .pred done;\n"
-		     "RS_WAIT_%=:\n\t"
-		     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-		     "@!done bra RS_WAIT_%=;\n}\n" ::"r"(bar),
-		     "r"(parity)
 		     : "memory");
 }
 
@@ -1280,9 +1348,9 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 
 /* The scan in wg_shape's shape; with the fused tail the launch is cooperative: every CTA
  * resident at once, or the launch fails (and runs unfused). */
-template <typename K>
+template <typename K, typename... X>
 static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-		     cudaStream_t st, int *fused, int max_waves = 1)
+		     cudaStream_t st, int *fused, int max_waves = 1, const X &...extra)
 {
 	long long gx = 1;
 	int fuse = 0;
@@ -1305,7 +1373,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	at[0].val.cooperative = 1;
 	cfg.attrs = at;
 	cfg.numAttrs = w.fused ? 1 : 0;
-	e = cudaLaunchKernelEx(&cfg, kern, w);
+	e = cudaLaunchKernelEx(&cfg, kern, w, extra...);
 	if (e == cudaErrorCooperativeLaunchTooLarge) {
 		/* fewer SMs than the occupancy query saw (MPS, a partitioned GPU): the
 		 * unfused tail needs no co-residency */
@@ -1313,7 +1381,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 		w.fused = 0;
 		*fused = 0;
 		cfg.numAttrs = 0;
-		e = cudaLaunchKernelEx(&cfg, kern, w);
+		e = cudaLaunchKernelEx(&cfg, kern, w, extra...);
 	}
 	return (int)e;
 }
@@ -1327,9 +1395,12 @@ extern "C" int idx_wgmma_ready(void)
 			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
 			major == 9 && minor == 0 &&
-			wg_prepare(scan_ss_kernel<kSsStages, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 2>, smem_of<SsSmem<kSsStages, 2>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 4>, smem_of<SsSmem<kSsStages, 4>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, false>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 2, false>, smem_of<SsSmem<kSsStages, 2>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 4, false>, smem_of<SsSmem<kSsStages, 4>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, false, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 2>, smem_of<RsSmem<kRsStages, 2>>()) &&
@@ -1340,13 +1411,82 @@ extern "C" int idx_wgmma_ready(void)
 	return ready;
 }
 
+/* The FP8 scan's tile copies (scan_ss_kernel's T): by TMA where a CTA scores two or four
+ * rows, per-thread cp.async with one. The TMA form's loop issues 131 / 130 SASS
+ * instructions a tile at two / four rows against 146.5 / 141 (its copies one thread's
+ * two instructions, not every thread's five plus their address math), 163 against 203
+ * at one row. H200, alternated in one binary (bench/results/2026-12-02-h200-s30, run
+ * 4), graph us, cp.async -> TMA: 1M batch 8 two rows 105.7 - 105.8 -> 104.6 - 104.8,
+ * four rows 195.2 - 198.4 -> 189.7 - 190.4; batch 32 four rows 784.8 - 805.0 -> 773.9 -
+ * 794.3; 512K batch 8 two rows 58.3 -> 57.3 - 57.5; 128K batch 8 / 32 two rows 27.6 /
+ * 61.9 - 62.3 -> 27.1 - 27.2 / 61.3 - 61.5; 1M batch 1 two / four rows 27.0 - 27.1 /
+ * 39.5 - 39.6 -> 26.5 - 26.6 / 39.1 (128K batch 1 two rows the exception: 19.3 - 19.4 ->
+ * 19.8 - 19.9). One row lost: 1M batch 1 / 8 / 32 22.0 / 79.0 / 308 -> 22.3 - 22.4 / 82.3
+ * / 319; its short tile does not hide the engine's longer latency with one tile in
+ * flight (the loop is not short of issue slots there: s17). STRATA_IDX_SS_TMA=0 / 1
+ * forces one form everywhere (read at each launch: tests and A/Bs set it). */
+static int ss_tma_mode(void)
+{
+	const char *e = getenv("STRATA_IDX_SS_TMA");
+	return e && (*e == '0' || *e == '1') ? *e - '0' : -1;
+}
+
+/* The tensor map of ss_tma over the page pool at `pages`: rows of 128 bytes (66 a page),
+ * a box of 64 rows, the 128-byte swizzle. The pool's size is not known here, so the
+ * map spans 2^31 rows (256 GiB); only the rows of pages the page tables name are read.
+ * The encoder comes from the driver through the runtime (no link to libcuda); false
+ * where it cannot be had or refuses the map (the cp.async form runs). The last map is
+ * kept: the pool rarely moves. */
+static bool ss_tensor_map(const uint8_t *pages, CUtensorMap *tm)
+{
+	static const PFN_cuTensorMapEncodeTiled_v12000 enc = [] { /* once, thread-safe */
+		void *fn = nullptr;
+		cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+						     &q) != cudaSuccess ||
+		    q != cudaDriverEntryPointSuccess) {
+			(void)cudaGetLastError();
+			fn = nullptr;
+		}
+		return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+	}();
+	static thread_local const uint8_t *last = nullptr;
+	static thread_local CUtensorMap last_tm;
+	if (!enc || !pages)
+		return false;
+	if (pages == last) {
+		*tm = last_tm;
+		return true;
+	}
+	const cuuint64_t dims[2] = { (cuuint64_t)kRowB, (cuuint64_t)1 << 31 };
+	const cuuint64_t strides[1] = { (cuuint64_t)kRowB };
+	const cuuint32_t box[2] = { (cuuint32_t)kRowB, (cuuint32_t)kTile };
+	const cuuint32_t es[2] = { 1, 1 };
+	if (enc(tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t *>(pages), dims, strides, box,
+		es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+		CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+		return false;
+	last = pages;
+	last_tm = *tm;
+	return true;
+}
+
 /* The scan with R query rows a CTA (a->rows). */
 template <int R>
 static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st, int *fused)
 {
-	if (!a->mx)
-		return wg_launch(scan_ss_kernel<kSsStages, R>, smem_of<SsSmem<kSsStages, R>>(), a, n_req,
-				 max_limit, st, fused);
+	if (!a->mx) {
+		const size_t ss = smem_of<SsSmem<kSsStages, R>>();
+		const int mode = ss_tma_mode();
+		const int tma = mode < 0 ? R > 1 : mode; /* ss_tma_mode's rule */
+		CUtensorMap tm;
+		if (tma && ss_tensor_map(a->pages, &tm))
+			return wg_launch(scan_ss_kernel<kSsStages, R, true>, ss, a, n_req, max_limit, st, fused,
+					 1, tm);
+		memset(&tm, 0, sizeof tm); /* unused by the cp.async form */
+		return wg_launch(scan_ss_kernel<kSsStages, R, false>, ss, a, n_req, max_limit, st, fused, 1,
+				 tm);
+	}
 	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
 	if (R > 1) /* never fused (wg_shape): the one-set loop */
 		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused,

@@ -334,7 +334,10 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * or 2 (for tests) sets how the unfused wgmma batch scans (one or two rows a CTA; FP8
  * four too) split a request's tiles over its CTAs: strided, contiguous ranges,
  * contiguous ranges with the requests interleaved over the launch (default: 2 for two
- * and four FP8 rows a CTA, else 0). */
+ * and four FP8 rows a CTA, else 0). STRATA_IDX_SS_TMA=0 or 1 (for tests and A/Bs) makes
+ * the wgmma FP8 scan copy its key tiles by per-thread cp.async, or by TMA (one tensor
+ * copy a tile; a tensor map over the page pool, made on the host), at every shape
+ * (default: TMA for two and four rows a CTA, cp.async for one). */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
  * bytes of host memory, else allocates its own. */

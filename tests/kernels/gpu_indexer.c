@@ -581,6 +581,38 @@ START_TEST(wgmma_ranges)
 }
 END_TEST
 
+/* The FP8 scan's two tile-copy forms where the default rule does not use them
+ * (indexer_wgmma.cu ss_tma_mode: TMA for two and four rows a CTA, per-thread cp.async
+ * for one): STRATA_IDX_SS_TMA=1 with one row a CTA (the fused tail at one long row, the
+ * unfused batch scan), 0 with two and four rows; long, mixed and short rows, random,
+ * tied and signed weights. Its own tcase (CK_RUN_CASE=copies runs it alone). */
+START_TEST(wgmma_copies)
+{
+	const strata_index_fmt fmt = STRATA_INDEX_FP8;
+	if (!wgmma_available(fmt)) { /* wgmma_scan says whether it must */
+		printf("copies: the wgmma scan is not available here\n");
+		return;
+	}
+	setenv("STRATA_IDX_SS_TMA", "1", 1);
+	int l1[1] = { 262144 };
+	wgmma_case(fmt, 512, 1, l1, 120, TD_RANDOM, 0, "copies: TMA, one 1M row (fused)");
+	int ll[5] = { 262144, 250000, 240007, 200001, 300 };
+	wgmma_case(fmt, 512, 5, ll, 121, TD_CLUSTERED, 0, "copies: TMA, batch-5 long rows");
+	int lb[16];
+	for (int i = 0; i < 16; i++)
+		lb[i] = 16384 - 37 * i;
+	wgmma_case(fmt, 1024, 16, lb, 122, TD_EQUAL, 1, "copies: TMA, batch-16 all-equal");
+	setenv("STRATA_IDX_SS_TMA", "0", 1);
+	const int r22[2] = { 2, 2 }, m4[4] = { 2, 4, 1, 3 };
+	int l22[4] = { 200001, 200002, 150000, 150001 };
+	wgmma_rows_case(fmt, 512, 2, r22, l22, 123, TD_RANDOM, 0, "copies: cp.async, 2 x 2 long rows");
+	int l10[10] = { 20000, 65537, 131072, 300, 41000, 777, 200001, 513, 512, 99999 };
+	wgmma_rows_case(fmt, 512, 4, m4, l10, 124, TD_MIXED_W, 0,
+			"copies: cp.async, rows 2/4/1/3 signed-w");
+	unsetenv("STRATA_IDX_SS_TMA");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -602,6 +634,10 @@ static Suite *suite(void)
 	tcase_set_timeout(tb, 500);
 	tcase_add_test(tb, wgmma_ranges);
 	suite_add_tcase(s, tb);
+	TCase *tp = tcase_create("copies");
+	tcase_set_timeout(tp, 500);
+	tcase_add_test(tp, wgmma_copies);
+	suite_add_tcase(s, tp);
 	return s;
 }
 
