@@ -11,8 +11,11 @@
 #include <time.h>
 
 #ifdef STRATA_HAVE_CUDA
+#include <cuda.h> /* CUtensorMap and its enums: types only (strata_dev_tmap_rows) */
+#include <cudaTypedefs.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 
 static int cuda_err(cudaError_t e, const char *what, const char *file, int line)
 {
@@ -437,3 +440,53 @@ int strata_dev_check(strata_dev *dev, const char *what)
 #endif
 	return 0;
 }
+
+#ifdef STRATA_HAVE_CUDA
+static PFN_cuTensorMapEncodeTiled_v12000 tmap_enc;
+static pthread_once_t tmap_once = PTHREAD_ONCE_INIT;
+
+static void tmap_find_encoder(void)
+{
+	void *fn = NULL;
+	enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+	if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+					     &q) != cudaSuccess ||
+	    q != cudaDriverEntryPointSuccess) {
+		(void)cudaGetLastError();
+		fn = NULL;
+	}
+	tmap_enc = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+}
+
+int strata_dev_tmap_rows(void *tmap, const void *base, uint32_t row_bytes, uint64_t rows,
+			 uint32_t box_rows)
+{
+	static _Thread_local struct {
+		const void *base;
+		uint32_t row_bytes, box_rows;
+		uint64_t rows;
+		CUtensorMap map;
+	} last;
+	pthread_once(&tmap_once, tmap_find_encoder);
+	if (!tmap_enc)
+		return -ENOTSUP;
+	if (last.base && last.base == base && last.row_bytes == row_bytes && last.rows == rows &&
+	    last.box_rows == box_rows) {
+		memcpy(tmap, &last.map, sizeof last.map);
+		return 0;
+	}
+	const cuuint64_t dims[2] = { row_bytes, rows };
+	const cuuint64_t strides[1] = { row_bytes };
+	const cuuint32_t box[2] = { row_bytes, box_rows };
+	const cuuint32_t es[2] = { 1, 1 };
+	CUtensorMap m;
+	if (tmap_enc(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)base, dims, strides, box, es,
+		     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+		     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+		return -EINVAL;
+	memcpy(tmap, &m, sizeof m);
+	last.base = base, last.row_bytes = row_bytes, last.rows = rows, last.box_rows = box_rows;
+	last.map = m;
+	return 0;
+}
+#endif

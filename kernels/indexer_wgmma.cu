@@ -55,12 +55,12 @@
 // each page-table entry is read a tile ahead of the copy that needs it (an index, made
 // an address only there). Hopper's FP8 tensor cores add with about 13 mantissa bits, so
 // scores differ from the CPU twin's by more than the fp32 paths' (kernels.h, scan_wgmma).
-#include <cuda.h> /* CUtensorMap (types only: the encoder comes through the runtime) */
+#include <cuda.h> /* CUtensorMap (a type: kernels_int.h strata_dev_tmap_rows makes one) */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
 
 #include "kernels/indexer_int.h"
+#include "kernels/kernels_int.h" /* strata_dev_tmap_rows */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -1434,41 +1434,10 @@ static int ss_tma_mode(void)
 /* The tensor map of ss_tma over the page pool at `pages`: rows of 128 bytes (66 a page),
  * a box of 64 rows, the 128-byte swizzle. The pool's size is not known here, so the
  * map spans 2^31 rows (256 GiB); only the rows of pages the page tables name are read.
- * The encoder comes from the driver through the runtime (no link to libcuda); false
- * where it cannot be had or refuses the map (the cp.async form runs). The last map is
- * kept: the pool rarely moves. */
+ * False where it cannot be made (the cp.async form runs). */
 static bool ss_tensor_map(const uint8_t *pages, CUtensorMap *tm)
 {
-	static const PFN_cuTensorMapEncodeTiled_v12000 enc = [] { /* once, thread-safe */
-		void *fn = nullptr;
-		cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-						     &q) != cudaSuccess ||
-		    q != cudaDriverEntryPointSuccess) {
-			(void)cudaGetLastError();
-			fn = nullptr;
-		}
-		return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-	}();
-	static thread_local const uint8_t *last = nullptr;
-	static thread_local CUtensorMap last_tm;
-	if (!enc || !pages)
-		return false;
-	if (pages == last) {
-		*tm = last_tm;
-		return true;
-	}
-	const cuuint64_t dims[2] = { (cuuint64_t)kRowB, (cuuint64_t)1 << 31 };
-	const cuuint64_t strides[1] = { (cuuint64_t)kRowB };
-	const cuuint32_t box[2] = { (cuuint32_t)kRowB, (cuuint32_t)kTile };
-	const cuuint32_t es[2] = { 1, 1 };
-	if (enc(tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t *>(pages), dims, strides, box,
-		es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-		CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-		return false;
-	last = pages;
-	last_tm = *tm;
-	return true;
+	return pages && strata_dev_tmap_rows(tm, pages, kRowB, (uint64_t)1 << 31, kTile) == 0;
 }
 
 /* The scan with R query rows a CTA (a->rows). */
