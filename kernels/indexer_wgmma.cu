@@ -62,6 +62,9 @@
 #include "kernels/indexer_int.h"
 #include "kernels/kernels_int.h" /* strata_dev_tmap_rows */
 
+#include <atomic>
+
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -1412,19 +1415,14 @@ extern "C" int idx_wgmma_ready(void)
 }
 
 /* The FP8 scan's tile copies (scan_ss_kernel's T): by TMA where a CTA scores two or four
- * rows, per-thread cp.async with one. The TMA form's loop issues 131 / 130 SASS
- * instructions a tile at two / four rows against 146.5 / 141 (its copies one thread's
- * two instructions, not every thread's five plus their address math), 163 against 203
- * at one row. H200, alternated in one binary (bench/results/2026-12-02-h200-s30, run
- * 4), graph us, cp.async -> TMA: 1M batch 8 two rows 105.7 - 105.8 -> 104.6 - 104.8,
- * four rows 195.2 - 198.4 -> 189.7 - 190.4; batch 32 four rows 784.8 - 805.0 -> 773.9 -
- * 794.3; 512K batch 8 two rows 58.3 -> 57.3 - 57.5; 128K batch 8 / 32 two rows 27.6 /
- * 61.9 - 62.3 -> 27.1 - 27.2 / 61.3 - 61.5; 1M batch 1 two / four rows 27.0 - 27.1 /
- * 39.5 - 39.6 -> 26.5 - 26.6 / 39.1 (128K batch 1 two rows the exception: 19.3 - 19.4 ->
- * 19.8 - 19.9). One row lost: 1M batch 1 / 8 / 32 22.0 / 79.0 / 308 -> 22.3 - 22.4 / 82.3
- * / 319; its short tile does not hide the engine's longer latency with one tile in
- * flight (the loop is not short of issue slots there: s17). STRATA_IDX_SS_TMA=0 / 1
- * forces one form everywhere (read at each launch: tests and A/Bs set it). */
+ * rows, per-thread cp.async with one. The TMA loop issues 131 / 130 SASS instructions a
+ * tile at two / four rows against 146.5 / 141 (163 against 203 at one row). H200,
+ * alternated in one binary (bench/results/2026-12-02-h200-s30, run 4), graph us,
+ * cp.async -> TMA: 1M batch 8 two rows 105.7 -> 104.7, four 195.2 - 198.4 -> 189.7 -
+ * 190.4; 512K / 128K batch 8 two rows 58.3 / 27.6 -> 57.4 / 27.1; one row lost (1M batch
+ * 8 79.0 -> 82.3): its short tile does not hide the engine's longer latency with one
+ * tile in flight. STRATA_IDX_SS_TMA=0 / 1 forces one form everywhere (read at each
+ * launch: tests and A/Bs set it). */
 static int ss_tma_mode(void)
 {
 	const char *e = getenv("STRATA_IDX_SS_TMA");
@@ -1434,10 +1432,17 @@ static int ss_tma_mode(void)
 /* The tensor map of ss_tma over the page pool at `pages`: rows of 128 bytes (66 a page),
  * a box of 64 rows, the 128-byte swizzle. The pool's size is not known here, so the
  * map spans 2^31 rows (256 GiB); only the rows of pages the page tables name are read.
- * False where it cannot be made (the cp.async form runs). */
+ * False where it cannot be made: the cp.async form runs, with a warning the first time
+ * (the results are the same; only the speed differs). */
 static bool ss_tensor_map(const uint8_t *pages, CUtensorMap *tm)
 {
-	return pages && strata_dev_tmap_rows(tm, pages, kRowB, (uint64_t)1 << 31, kTile) == 0;
+	static std::atomic<int> warned{ 0 };
+	const int e = pages ? strata_dev_tmap_rows(tm, pages, kRowB, (uint64_t)1 << 31, kTile) : -EINVAL;
+	if (e && !warned.exchange(1))
+		KLOG(STRATA_LOG_WARN, "indexer: no TMA tensor map over the FP8 pages (%d): the scan copies "
+				      "tiles by cp.async",
+		     e);
+	return e == 0;
 }
 
 /* The scan with R query rows a CTA (a->rows). */
