@@ -711,6 +711,17 @@ __device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R> &sm, i
 	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+/* N bytes from global src to shared dst by the bulk-copy engine, completing on barrier
+ * bar (its expected bytes set by the caller), evicted first from L2 (the policy made here:
+ * held across the MXFP4 batch loop it would cost 2 of its 80 registers). */
+template <int N> __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bar)
+{
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+		     "[%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+		     "l"(src), "n"(N), "r"(bar), "l"(l2_evict_first())
+		     : "memory");
+}
+
 /* Waits for phase `parity` of a barrier (acquire: the bulk copies' bytes are visible). */
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 {
@@ -739,11 +750,7 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
 		     "l"(reinterpret_cast<uint64_t>(tm)), "r"(0), "r"(p * (kFp8Page / kRowB)), "r"(bar),
 		     "l"(l2_evict_first())
 		     : "memory");
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
-		     "[%0], [%1], %2, [%3], %4;\n" ::"r"(ks),
-		     "l"(pages + (size_t)p * kFp8Page + kTileBytes), "n"(kTile * 4), "r"(bar),
-		     "l"(l2_evict_first())
-		     : "memory");
+	bulk_copy<kTile * 4>(ks, pages + (size_t)p * kFp8Page + kTileBytes, bar);
 }
 
 /* S - 1 tiles in flight ahead of the one being scored. Six CTAs an SM (shared memory
@@ -927,12 +934,7 @@ __device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint
 	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
 		     "n"(kMxPage)
 		     : "memory");
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
-		     "[%0], [%1], %2, [%3], %4;\n" ::"r"(slot),
-		     "l"(page), "n"(kMxPage), "r"(bar), "l"(l2_evict_first()) /* made here, one
-		     * instruction a copy: held across the loop it would cost 2 of the batch
-		     * loop's 80 registers */
-		     : "memory");
+	bulk_copy<kMxPage>(slot, page, bar);
 }
 
 /* The A registers of a tile from its ring slot (the warp's 16 keys: nibbles nib, scale
