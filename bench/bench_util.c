@@ -9,9 +9,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#ifndef STRATA_GIT_REV
-#define STRATA_GIT_REV "unknown"
-#endif
+#include "strata_rev.h" /* STRATA_GIT_REV, generated at build time (cmake/strata_rev.cmake) */
 #ifndef STRATA_BUILD_TYPE
 #define STRATA_BUILD_TYPE "unknown"
 #endif

@@ -9,6 +9,7 @@
 #include "bench/bench.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
+#include "strata_rev.h" /* STRATA_GIT_REV, generated at build time (cmake/strata_rev.cmake) */
 
 /* Benchmarks and the demo arrive in separate files; a build without one says so
  * instead of failing to link. */

@@ -45,7 +45,8 @@ target=
 	stamp "build M rc=$?") &
 for v in "$@"; do
 	(cmake -S "build-alt/$v" -B "build-alt/b$v" -DCMAKE_PREFIX_PATH="$deps/usr" \
-		-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >"$out/cfg_$v.log" 2>&1 &&
+		-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DSTRATA_REV="$v" \
+		>"$out/cfg_$v.log" 2>&1 &&
 		cmake --build "build-alt/b$v" -j6 --target strata_cli >"$out/build_$v.log" 2>&1
 	stamp "build $v rc=$?") &
 done
