@@ -20,7 +20,7 @@
  *            bucket > b* to the row's "selected" list and (score, id) keys of bucket b*
  *            to its candidate list, and counts those in a 4096-bin second-level histogram
  *            over the score's ordered bits inside b*. The row's last CTA to finish
- *            (threadfence + counter) then selects: bin b2* of the second level holding the
+ *            (a release-acquire arrive) then selects: bin b2* of the second level holding the
  *            k-th score, everything above it taken outright, and among bin (b*, b2*)'s
  *            elements a rank select when they are few (the usual case) or an exact radix
  *            select on 64-bit (score bits, inverted id) keys (in shared memory; from
@@ -710,7 +710,7 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 /* grid (sx + fx, n_rows) (filter_shape). Filter CTA x walks score chunks x, x + fx, ...
  * of kFChunk, kFRound at a time. Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
- * FUSE: the row's last CTA to finish (threadfence + counter) then selects the row and
+ * FUSE: the row's last CTA to finish (its arrive at a counter) then selects the row and
  * clears its counters, and CTA 0 of rows with limit <= k writes them; else
  * select_kernel does both. */
 /* Two CTAs per SM: 64 registers a thread at most (the staging role copies 16 entries a
@@ -734,16 +734,13 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		return;
 	}
 	const int bx = (int)blockIdx.x - a.sx; /* this CTA's filter chunk */
+	/* Every read the cut and the first round need goes out at once, the histogram's
+	 * first: its counts, then the row's limit, then the first round's scores, bounded by
+	 * the scratch row (lim_cap) rather than the limit, so that they do not wait for it
+	 * (scores at or past the limit are stale and never used: at_or_above masks them). */
+	uint32_t hc[IDX_BINS / kFThreads];
+	cut_counts<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, hc);
 	const int L = row_lim(a, row);
-	if (L <= k) {
-		if (bx == 0 && tid == 0)
-			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
-		if (FUSE && bx == 0)
-			write_trivial(a, row, L, false);
-		return;
-	}
-	if (bx * kFChunk >= L)
-		return; /* block-uniform */
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	/* A round is up to kFRound of this CTA's chunks (x, x + fx, ...): their scores held
 	 * in registers, their places in the row's lists taken at once (one chain of shared
@@ -753,14 +750,32 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	const int step = a.fx * kFChunk;
 	int start = bx * kFChunk;
 	float s[kFRound][kFPer];
-	auto load_round = [&](int at) {
+	auto load_round = [&](int at, int bound) {
 #pragma unroll
 		for (int r = 0; r < kFRound; r++)
-			load_chunk(sc, at + r * step, L, s[r]);
+			load_chunk(sc, at + r * step, bound, s[r]);
 	};
-	load_round(start);
-	uint32_t bstar, above1;
-	const bool cut = row_cut(a, row, sm, tmp, &bstar, &above1);
+	load_round(start, a.lim_cap);
+	if (L <= k) {
+		if (bx == 0 && tid == 0)
+			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
+		if (FUSE && bx == 0)
+			write_trivial(a, row, L, false);
+		return;
+	}
+	if (bx * kFChunk >= L)
+		return; /* block-uniform */
+	/* the first-level cut from the counts read above; the bin-2 counts are zeroed
+	 * under the same barrier */
+	for (int i = tid; i < IDX_BINS2; i += kFThreads)
+		sm.u.h2[i] = 0;
+	if (tid == 0)
+		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
+	__syncthreads();
+	find_cut_of<IDX_BINS / kFThreads>(hc, (uint32_t)k, tmp, &sm.bin, &sm.above);
+	__syncthreads();
+	const bool cut = sm.bin >= 0; /* false: an inconsistent histogram, cannot happen */
+	const uint32_t bstar = (uint32_t)sm.bin, above1 = sm.above;
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FCUT);
 	if (cut && bx == 0 && tid == 0)
@@ -769,11 +784,6 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		uint32_t base;
 		int shift;
 		idx_sub_bounds(bstar, &base, &shift);
-		for (int i = tid; i < IDX_BINS2; i += kFThreads)
-			sm.u.h2[i] = 0;
-		if (tid == 0)
-			sm.n_t = 0, sm.n_c = 0;
-		__syncthreads();
 		const int lane = tid & 31;
 		const unsigned lt = (1u << lane) - 1u;
 		/* Places in the row's lists: one 64-bit atomic a round for the whole CTA
@@ -858,7 +868,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 			start += kFRound * step;
 			if (start >= L)
 				break;
-			load_round(start);
+			load_round(start, L);
 		}
 		__syncthreads();
 		if (tid == 0)
@@ -877,18 +887,22 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 			idx_trace(a.trace, IDX_T_FILT1);
 		return;
 	}
-	__threadfence(); /* this CTA's list entries and bins before its "done" */
+	/* The row's done counter: thread 0's release-acquire arrive after the barrier
+	 * publishes every thread's list entries and bins (cumulativity through the
+	 * barrier) and, at the last CTA, acquires everyone else's for the select's reads
+	 * (through L2) after the next barrier. In place of a fence by every thread on
+	 * each side: 512K batch 8 one row 45.5 us a call against 46.1 - 46.2, two rows
+	 * 56.4 against 57.1 - 57.4 (bench/results/2026-12-02-h200-s32, run 1). */
 	__syncthreads();
 	if (tid == 0) {
 		idx_trace(a.trace, IDX_T_FILT1);
 		const uint32_t chunks = (uint32_t)((L + kFChunk - 1) / kFChunk);
 		const uint32_t nblk = chunks < (uint32_t)a.fx ? chunks : (uint32_t)a.fx; /* CTAs with work */
-		sm.last = atomicAdd(&a.count[(size_t)row * IDX_CNT + 2], 1u) == nblk - 1;
+		sm.last = idx_arrive(&a.count[(size_t)row * IDX_CNT + 2]) == nblk - 1;
 	}
 	__syncthreads();
 	if (!sm.last)
 		return;
-	__threadfence(); /* everyone else's writes are visible: read them through L2 */
 	if (cut) {
 		select_row(a, row, L, true, bstar, above1, sm, tmp);
 	} else {
@@ -1309,8 +1323,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	if (!ev) {
 		/* filter with the row's select fused into its last CTA. (The select as the
 		 * filter's own programmatic dependent measured no faster on the H200: its
-		 * grid starts ~1 us after the filter's last CTA, as long as the fence and
-		 * counter of the fused path take; bench/results/2026-11-30-h200-s8.) */
+		 * grid started ~1 us after the filter's last CTA, as long as the fences and
+		 * counter of the fused path took then; bench/results/2026-11-30-h200-s8.) */
 		if (!launch(filter_kernel<true>, fg, !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: filter+select launch");
 			return err ? err : STRATA_E_CUDA;

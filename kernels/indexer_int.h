@@ -99,7 +99,7 @@ typedef struct idx_wg_args {
  * the latest's (slot 2 at + 1). */
 enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLASS,
        IDX_T_SORT0, IDX_T_SORT1, IDX_T_END,
-       /* inside the select: its start (after the done counter and fence), its list
+       /* inside the select: its start (after the done counter), its list
 	* reads used; inside the sort: counted, scanned, scattered */
        IDX_T_SEL0, IDX_T_SELLD, IDX_T_SCNT, IDX_T_SSCAN, IDX_T_SSCAT,
        /* a scan CTA's histogram flush performed (traced calls fence it) */
@@ -382,6 +382,15 @@ __device__ __forceinline__ void idx_trace_fenced(unsigned long long *t, int at)
 	__syncthreads();
 	if (threadIdx.x == 0)
 		idx_trace(t, at);
+}
+
+/* A CTA's arrive at a counter (its thread 0, after a barrier): a cumulative release of
+ * the CTA's writes and an acquire of the earlier arrivals'; returns the count before it. */
+__device__ __forceinline__ uint32_t idx_arrive(uint32_t *ctr)
+{
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(ctr) : "memory");
+	return old;
 }
 
 __device__ __forceinline__ void idx_pdl_wait(void)

@@ -424,15 +424,6 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
  * scheduler runs the select's chain at a few hundred instructions a microsecond. */
 constexpr int kHold = 4; /* scores per thread in the fused tail: 512 a CTA, 8 tiles */
 
-/* The arrive of a CTA (its thread 0, after a barrier: cumulative release of the CTA's
- * writes, and acquire of the earlier arrivals'); returns the count before it. */
-__device__ __forceinline__ uint32_t arrive(uint32_t *ctr)
-{
-	uint32_t old;
-	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(ctr) : "memory");
-	return old;
-}
-
 __device__ __forceinline__ uint32_t ld_relaxed(const uint32_t *p)
 {
 	uint32_t v;
@@ -528,7 +519,7 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	const uint32_t want = (uint32_t)(tiles < cta.G ? tiles : cta.G); /* CTAs with tiles */
 	uint32_t *flag = a.flag + (size_t)row * IDX_FLAGS;
 	if (tid == 0)
-		ts.last = arrive(cnt + 2) == want - 1;
+		ts.last = idx_arrive(cnt + 2) == want - 1;
 	__syncthreads();
 	if (ts.last) { /* block-uniform */
 		find_bstar(a.hist + (size_t)row * IDX_BINS, a.hcopy, hist_copies(a), k, ts, cnt);
