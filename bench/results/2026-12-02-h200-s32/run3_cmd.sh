@@ -25,7 +25,7 @@ echo "indexer done at $(( $(date +%s) - t0 )) s"; grep -E "Test +#|tests passed"
 [ -x build-alt/bmain/strata ] || exit 0
 pts() { # BINARY LABEL CTX BATCH ROWS FMT
 	timeout 60 $1 bench indexer --ctx "$3" --batch "$4" --rows "$5" --fmt "$6" --q8 --wgmma 2>&1 |
-		grep -E "^(fp8|mxfp4) " | awk -v l="$2" '{print l, $1, $3, $4, "rows", $5, "graph", $9, "eff", $14, $(NF-6), $(NF-5)}'
+		grep -E "^(fp8|mxfp4) " | awk -v l="$2" '{print l, $1, $3, $4, "rows", $5, "graph", $9, "eff", $14, $(NF-5), $(NF-4)}'
 }
 for i in 1 2; do
 	for v in main kept; do
