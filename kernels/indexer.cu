@@ -734,10 +734,10 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		return;
 	}
 	const int bx = (int)blockIdx.x - a.sx; /* this CTA's filter chunk */
-	/* Every read the cut and the first round need goes out at once, the histogram's
-	 * first: its counts, then the row's limit, then the first round's scores, bounded by
-	 * the scratch row (lim_cap) rather than the limit, so that they do not wait for it
-	 * (scores at or past the limit are stale and never used: at_or_above masks them). */
+	/* The reads the cut and the first round need: the histogram's counts first, then
+	 * the row's limit and the first round's scores up to it (only slots this call's
+	 * scan wrote are read; issuing the scores before the limit is known, bounded by
+	 * the scratch row, measured no faster: s32 run 1). */
 	uint32_t hc[IDX_BINS / kFThreads];
 	cut_counts<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, hc);
 	const int L = row_lim(a, row);
@@ -750,12 +750,11 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	const int step = a.fx * kFChunk;
 	int start = bx * kFChunk;
 	float s[kFRound][kFPer];
-	auto load_round = [&](int at, int bound) {
+	auto load_round = [&](int at) {
 #pragma unroll
 		for (int r = 0; r < kFRound; r++)
-			load_chunk(sc, at + r * step, bound, s[r]);
+			load_chunk(sc, at + r * step, L, s[r]);
 	};
-	load_round(start, a.lim_cap);
 	if (L <= k) {
 		if (bx == 0 && tid == 0)
 			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
@@ -765,6 +764,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 	if (bx * kFChunk >= L)
 		return; /* block-uniform */
+	load_round(start);
 	/* the first-level cut from the counts read above; the bin-2 counts are zeroed
 	 * under the same barrier */
 	for (int i = tid; i < IDX_BINS2; i += kFThreads)
@@ -868,7 +868,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 			start += kFRound * step;
 			if (start >= L)
 				break;
-			load_round(start, L);
+			load_round(start);
 		}
 		__syncthreads();
 		if (tid == 0)
