@@ -9,7 +9,9 @@
 // first chunk, store 4 words each (the sample); the last CTA ("sampler") reads the G x 4
 // words with the load form asked for (mode 0: ld.relaxed.gpu, batched 16 a thread and read
 // again all at once; 1: ld.global.cg in a volatile asm, the same batching; 2: the same
-// as 0 but each word waited for in turn), then runs a fixed shared-memory loop. Printed
+// as 0 but each word waited for in turn), then runs a fixed shared-memory loop; the
+// sampler is the grid's last CTA (as in the patch: the youngest on its SM, which serves
+// its older CTAs first) or its first (the oldest). Printed
 // (us from the kernel's first CTA): when the last sample word was stored, when the
 // sampler had them all, when its shared-memory loop ended, when the streamers ended; and
 // the same shared-memory loop alone on an idle GPU. A sampler slow only while the
@@ -40,20 +42,23 @@ __device__ __forceinline__ uint32_t ld_cg(const uint32_t *p)
 // t[0] first CTA start (min), t[1] last sample store (max), t[2] sampler read done,
 // t[3] sampler smem loop done, t[4] last streamer end (max)
 __global__ void __launch_bounds__(128) probe(const float4 *buf, size_t n4, uint32_t *words,
-					     unsigned long long *t, float *sink, int mode, int smem_iters)
+					     unsigned long long *t, float *sink, int mode, int smem_iters,
+					     int first)
 {
 	__shared__ uint32_t sh[4096];
 	const int G = gridDim.x - 1, tid = threadIdx.x;
+	/* x: the streamer's index; the sampler is block 0 (first) or block G */
+	const int x = first ? (int)blockIdx.x - 1 : (int)blockIdx.x;
 	if (tid == 0)
 		atomicMin(t + 0, gtime());
-	if ((int)blockIdx.x < G) { /* streamer */
-		const size_t per = n4 / G, base = per * blockIdx.x;
+	if (x >= 0 && x < G) { /* streamer */
+		const size_t per = n4 / G, base = per * x;
 		float acc = 0.0f;
 		for (size_t i = tid; i < per; i += 128) {
 			const float4 v = __ldcs(buf + base + i);
 			acc += v.x + v.y + v.z + v.w;
 			if (i == (size_t)tid && tid < 4 * 32 && (tid & 31) == 0) { /* first chunk: 4 words */
-				words[blockIdx.x * 4 + (tid >> 5)] = 2u + (__float_as_uint(acc) & 0xffff);
+				words[x * 4 + (tid >> 5)] = 2u + (__float_as_uint(acc) & 0xffff);
 				atomicMax(t + 1, gtime());
 			}
 		}
@@ -101,17 +106,17 @@ __global__ void __launch_bounds__(128) probe(const float4 *buf, size_t n4, uint3
 	for (int i = tid; i < 4096; i += 128)
 		sh[i] = sum + i;
 	__syncthreads();
-	uint32_t x = 0;
+	uint32_t y = 0;
 	for (int it = 0; it < smem_iters; it++) {
-		x += sh[(x + it * 37 + tid) & 4095];
+		y += sh[(y + it * 37 + tid) & 4095];
 		if ((it & 63) == 63)
 			__syncthreads();
 	}
 	__syncthreads();
 	if (tid == 0)
 		t[3] = gtime();
-	if (x == 7u)
-		*sink = (float)x;
+	if (y == 7u)
+		*sink = (float)y;
 	for (int i = tid; i < nw; i += 128)
 		words[i] = 0;
 }
@@ -159,20 +164,22 @@ int main()
 	const int iters = 4096;
 	printf("grid %d CTAs (%d SMs x %d), 34 MiB streamed, %d sample words\n", grid, nsm, per,
 	       (grid - 1) * 4);
+	for (int first = 0; first < 2; first++)
 	for (int mode = 0; mode < 3; mode++)
 		for (int rep = 0; rep < 3; rep++) {
 			unsigned long long h[5], init[5] = { ~0ull, 0, 0, 0, 0 };
 			cudaMemcpy(t, init, sizeof init, cudaMemcpyHostToDevice);
-			probe<<<grid, 128>>>(buf, n4, words, t, sink, mode, iters);
+			probe<<<grid, 128>>>(buf, n4, words, t, sink, mode, iters, first);
 			if (cudaDeviceSynchronize() != cudaSuccess) {
 				printf("error %s\n", cudaGetErrorString(cudaGetLastError()));
 				return 1;
 			}
 			cudaMemcpy(h, t, sizeof h, cudaMemcpyDeviceToHost);
 			auto us = [&](int i) { return (double)(long long)(h[i] - h[0]) / 1e3; };
-			printf("mode %d (%s): last sample stored %.2f, sampler read done %.2f, smem loop "
+			printf("sampler %s, mode %d (%s): last sample stored %.2f, sampler read done %.2f, smem loop "
 			       "done %.2f, streamers done %.2f us\n",
-			       mode, mode == 0 ? "relaxed.gpu batched" : mode == 1 ? "cg batched" : "relaxed.gpu one by one",
+			       first ? "first" : "last", mode,
+			       mode == 0 ? "relaxed.gpu batched" : mode == 1 ? "cg batched" : "relaxed.gpu one by one",
 			       us(1), us(2), us(3), us(4));
 		}
 	for (int rep = 0; rep < 3; rep++) {
