@@ -2,9 +2,9 @@
 # Session 34 run 6: the sampled tail with a sample histogram, as it would land
 # (sampled-tail-hist.patch as committed: STRATA_IDX_SAMP_X 3, 500 ns polls, the sampled
 # tail for rows of 65,536 entries and more, else the row barrier), against main (8448896's
-# kernels, built in the same call): the GPU test's "gpu" tcase (beside the check, on the
-# same GPU: correctness only), the "sampled" tcase, --check at 32K - 1M, then rounds
-# (no other work on the GPU) and timelines. Carry .deps and build-alt.
+# kernels, built in the same call): the GPU test's "sampled" tcase, --check at 32K - 1M,
+# rounds and timelines (the "gpu" tcase left out: two refused starts left too little
+# device time). Carry .deps and build-alt.
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -17,8 +17,6 @@ cmake -S . -B build-gpu -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DCMAKE_CUDA_ARCHIT
 	cmake --build build-gpu -j12 --target strata_cli kernels_gpu_indexer >"$OUT/build.log" 2>&1 ||
 	{ tail -30 "$OUT/build.log"; exit 1; }
 echo "built $(date +%T)"
-CK_RUN_CASE=gpu timeout 250 build-gpu/tests/kernels_gpu_indexer >"$OUT/tcase_gpu.txt" 2>&1 &
-G=$!
 B=build-gpu/strata
 CK_RUN_CASE=sampled timeout 150 build-gpu/tests/kernels_gpu_indexer >"$OUT/tcase_sampled.txt" 2>&1
 echo "tcase sampled rc=$?"; tail -2 "$OUT/tcase_sampled.txt"
@@ -26,8 +24,6 @@ timeout 120 $B bench indexer --check --ctx 32K,128K,512K,1M --batch 1,8 --rows 1
 	--fmt fp8,mxfp4 --q8 --wgmma >"$OUT/check.txt" 2>&1
 echo "check rc=$?"
 grep -E "^(fp8|mxfp4) " "$OUT/check.txt" | awk '{print "check", $1, $3, $4, $5, $(NF-3)}' | tr '\n' ';'; echo
-wait $G
-echo "tcase gpu rc=$?"; tail -2 "$OUT/tcase_gpu.txt"
 wait
 [ -x build-alt/bmain/strata ] || { tail -30 "$OUT/build_main.log"; exit 1; }
 pts() { # LABEL CTX BATCH ROWS FMT [BINARY]
