@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prepared in session 34 for the next device run (not run: no device time left).
-# Before: `git apply bench/results/2026-12-02-h200-s34/sampled-tail-count.patch` (run 6's
-# form, its sampling CTA polling one count word instead of the whole histogram), and
+# Before: `git apply bench/results/2026-12-02-h200-s34/sampled-tail-count-inst.patch`
+# (run 6's form, its sampling CTA polling one count word instead of the whole
+# histogram, the sampled tail in scan kernel instances of its own; or
+# sampled-tail-count.patch, the same without the instances), and
 # `rm -rf build-alt && mkdir -p build-alt/main && git archive HEAD | tar -x -C build-alt/main`.
 # Carry .deps and build-alt. Rounds against main (same call) at the points run 6
 # measured, per-CTA timelines (idx-cta lines: is FP8's late first tile gone, and if not,
