@@ -83,6 +83,7 @@ struct Args {
 	int fx, sx;
 	strata_attn_prestage_params st;
 	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
+	uint32_t *sw; /* select_list: the sampled tail's bound words, [rows][IDX_SAMPW] */
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -121,25 +122,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* atomicAdd(addr, 1) for every lane that calls it with on set, as one atomic per
- * distinct address in the warp: equal scores land in one bin, and 32 lanes adding 1
- * to one shared word one at a time serialise (a row of zero scores, a crowded tie).
- * Returns the lane's old value plus its rank among its address's lanes (0 when off). */
-__device__ __forceinline__ uint32_t agg_inc(uint32_t *addr, bool on)
-{
-	const unsigned act = __activemask();
-	const unsigned onm = __ballot_sync(act, on);
-	if (!on)
-		return 0;
-	const unsigned grp = __match_any_sync(onm, (unsigned long long)(uintptr_t)addr);
-	const int lane = (int)(threadIdx.x & 31), leader = __ffs(grp) - 1;
-	uint32_t base = 0;
-	if (lane == leader)
-		base = atomicAdd(addr, (uint32_t)__popc(grp));
-	base = __shfl_sync(grp, base, leader);
-	return base + (uint32_t)__popc(grp & ((1u << lane) - 1u));
 }
 
 /* Page base of logical key `key` of a request, and its offset in the page. */
@@ -924,6 +906,19 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 	select_row(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
 }
 
+/* grid n_rows: the select after a sampled tail (the scan's programmatic dependent; the
+ * tail filed each row's list). Its own kernel: the select's time is mostly its code's
+ * first fetch (bench/results/2026-11-30-h200-s13), so each kernel holds one path. */
+__global__ void __launch_bounds__(kFThreads) select_list_kernel(Args a)
+{
+	__shared__ FScan::TempStorage tmp;
+	__shared__ SelSmem sm;
+	if (threadIdx.x == 0)
+		idx_trace(a.trace, IDX_T_SELIN);
+	idx_pdl_wait();
+	select_list(a, (int)blockIdx.x, sm, tmp);
+}
+
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */
 template <int FMT, int R, int V, bool Q8> constexpr auto scan_fn()
 {
@@ -1144,16 +1139,41 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 	static const char *name[IDX_TRACE_N] = { "scan0", "filt0", "scan1", "filt1", "cut2",
 						 "class", "sort0", "sort1", "end", "sel0",
 						 "selld", "s_cnt", "s_scan", "s_scat", "scan2",
-						 "fcut", "floop", "fh2", "selin" };
+						 "fcut", "floop", "fh2", "selin", "agg0", "agg1",
+						 "#list", "sampw", "agg2" };
 	auto us = [&](unsigned long long v) {
 		return v && v != ~0ull ? (double)(long long)(v - t[0]) / 1e3 : -1.0;
 	};
 	fprintf(stderr, "idx-trace us (first/last CTA):");
 	for (int i = 0; i < IDX_TRACE_N; i++)
-		if (t[2 * i + 1])
+		if (t[2 * i + 1] && name[i][0] == '#') /* a count */
+			fprintf(stderr, " %s %llu/%llu", name[i], t[2 * i], t[2 * i + 1]);
+		else if (t[2 * i + 1])
 			fprintf(stderr, " %s %.2f/%.2f", name[i], us(t[2 * i]), us(t[2 * i + 1]));
 	fprintf(stderr, "\n");
 	trace_ctas(t + 2 * IDX_TRACE_N, t[0]);
+}
+
+/* The fused one-row tail (indexer_wgmma.cu): the sampled bound (samp_tail) where the
+ * rows may be STRATA_IDX_SAMP_MIN entries long or longer (65,536: s34 measured it slower
+ * than the row barrier at 32,768), else the row barrier (scan_tail); STRATA_IDX_SAMP=0
+ * the row barrier always, and with cut_out, whose early cut only the row barrier has.
+ * STRATA_IDX_SAMP_X: the list's expected size in units of k (3; tests set 0, a
+ * sample's largest bucket, to drive the select's path for a list too short);
+ * STRATA_IDX_SAMP_SLEEP: ns the sampling CTA sleeps between polls (500). Read at each
+ * call. */
+static int samp_env(const char *name, int dflt)
+{
+	const char *e = getenv(name);
+	return e && *e ? atoi(e) : dflt;
+}
+static int samp_on(int lim_cap)
+{
+	return samp_env("STRATA_IDX_SAMP", 1) != 0 && lim_cap >= samp_env("STRATA_IDX_SAMP_MIN", 65536);
+}
+static int samp_x(void)
+{
+	return samp_env("STRATA_IDX_SAMP_X", 3);
 }
 
 /* The whole indexer on stream s; with ev (5 events) recorded at the start, after the
@@ -1249,7 +1269,10 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.rows = p->max_rows <= 1 ? 1 : p->max_rows <= 2 ? 2 : 4;
 			/* the fused tail where no staging CTAs ride on the filter launch and no
 			 * per-phase events are asked for */
-			w.fused = !ev && !p->stage;
+			w.fused = !ev && !p->stage ? (samp_on(a.lim_cap) && !p->cut_out ? 2 : 1) : 0;
+			w.samp = reinterpret_cast<uint32_t *>(sb + l.off_samp);
+			w.samp_x = samp_x();
+			w.samp_sleep = samp_env("STRATA_IDX_SAMP_SLEEP", 500);
 			w.count = a.count;
 			w.hist2 = a.hist2;
 			w.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);
@@ -1312,7 +1335,9 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		return cudaLaunchKernelEx(&cfg, kern, a) == cudaSuccess;
 	};
 	if (fused) {
-		if (!launch(select_kernel, dim3((unsigned)p->n_rows), !p->after_scan)) {
+		a.sw = reinterpret_cast<uint32_t *>(sb + l.off_samp);
+		if (!launch(fused == 2 ? select_list_kernel : select_kernel, dim3((unsigned)p->n_rows),
+			    !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: select launch");
 			return err ? err : STRATA_E_CUDA;
 		}

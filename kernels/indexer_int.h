@@ -83,9 +83,13 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
-	/* the fused tail (indexer_wgmma.cu scan_tail): asked for; the filter's outputs */
+	/* the fused tail (indexer_wgmma.cu): asked for (1: scan_tail, the row's barrier;
+	 * 2: samp_tail, a sampled bound); the filter's outputs */
 	int fused;
 	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */
+	uint32_t *samp;                 /* [rows][IDX_SAMPW]: samp_tail's bound and sample */
+	int samp_x;                     /* samp_tail: the list's expected size in units of k */
+	unsigned samp_sleep;            /* samp_agg: ns asleep between polls of the sample */
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
@@ -108,7 +112,12 @@ enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLA
 	* classified, its bins flushed */
        IDX_T_FCUT, IDX_T_FLOOP, IDX_T_FH2,
        /* the select kernel resident (its entry, before it waits for the scan) */
-       IDX_T_SELIN, IDX_TRACE_N };
+       IDX_T_SELIN,
+       /* a sampled tail's sampling CTA: its start, its sample histogram complete; then
+	* (a count, not a time) the length of the row's list at the select */
+       IDX_T_AGG0, IDX_T_AGG1, IDX_T_NLIST,
+       /* a scan CTA's sample counted; the sampling CTA's bound found */
+       IDX_T_SAMPW, IDX_T_AGG2, IDX_TRACE_N };
 
 #ifdef STRATA_HAVE_CUDA
 #ifdef __cplusplus
@@ -305,6 +314,25 @@ __device__ __forceinline__ uint32_t idx_bucket_dev(float s)
 	return (u ^ (neg | 0x8000u)) >> 5;
 }
 
+/* atomicAdd(addr, 1) for every lane that calls it with on set, as one atomic per
+ * distinct address in the warp: equal scores land in one bin, and 32 lanes adding 1
+ * to one shared word one at a time serialise (a row of zero scores, a crowded tie).
+ * Returns the lane's old value plus its rank among its address's lanes (0 when off). */
+__device__ __forceinline__ uint32_t agg_inc(uint32_t *addr, bool on)
+{
+	const unsigned act = __activemask();
+	const unsigned onm = __ballot_sync(act, on);
+	if (!on)
+		return 0;
+	const unsigned grp = __match_any_sync(onm, (unsigned long long)(uintptr_t)addr);
+	const int lane = (int)(threadIdx.x & 31), leader = __ffs(grp) - 1;
+	uint32_t base = 0;
+	if (lane == leader)
+		base = atomicAdd(addr, (uint32_t)__popc(grp));
+	base = __shfl_sync(grp, base, leader);
+	return base + (uint32_t)__popc(grp & ((1u << lane) - 1u));
+}
+
 /* Sums v over the 8 lanes of a warp that share lane % 4 (g = lane / 4 = lane bits 4, 3,
  * 2), as a reduce-scatter: 4 + 2 + 1 rounds of N / 8 shuffles each, not 3 of N. Lane g
  * ends with the sums of v[N/8 g .. N/8 (g + 1)) in out. */
@@ -372,6 +400,15 @@ static __device__ __noinline__ void idx_trace_cta(unsigned long long *t, int end
 	r[3] = tiles | (unsigned long long)blockIdx.y << 32;
 }
 
+/* A count in trace slot `at` (its least and greatest over the call) in place of a time. */
+__device__ __forceinline__ void idx_trace_val(unsigned long long *t, int at, unsigned long long v)
+{
+	if (!t)
+		return;
+	atomicMin(t + 2 * at, v);
+	atomicMax(t + 2 * at + 1, v);
+}
+
 /* idx_trace once this CTA's earlier writes and atomics are performed (a fence, then a
  * barrier: every thread of the CTA calls it); nothing, not even the fence, untraced. */
 __device__ __forceinline__ void idx_trace_fenced(unsigned long long *t, int at)
@@ -417,6 +454,9 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
 			       * count above b* (indexer_wgmma.cu scan_tail), 3 spare */
 #define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
+#define IDX_SAMP_KEYS 4       /* keys of its first tile each CTA of a sampled tail samples */
+#define IDX_SAMPW (32 + 4096)  /* per-row words: the bound (word 0), the sample (from
+			       * word 32; indexer_wgmma.cu kSampWords) */
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */
@@ -460,7 +500,7 @@ __device__ __forceinline__ uint32_t idx_sub_of(uint32_t o32, uint32_t base, int 
 typedef struct idx_gpu_layout {
 	size_t score_stride;  /* floats per row */
 	size_t cand_cap;      /* candidates per row */
-	size_t off_hist, off_count, off_hist2, off_flag, off_sel, off_cand, off_scores;
+	size_t off_hist, off_count, off_hist2, off_flag, off_samp, off_sel, off_cand, off_scores;
 	size_t total;
 	size_t zero_bytes;    /* [0, zero_bytes): the counters, zero at rest (see below) */
 } idx_gpu_layout;
@@ -470,10 +510,11 @@ static inline size_t idx_align(size_t x)
 	return (x + 255) & ~(size_t)255;
 }
 
-/* The counters (hist, count, hist2, flag) come first and are zero at rest: the caller
- * zeroes the scratch once after allocating it, and each call leaves them zero again (the
- * row's last filter CTA, or the select, clears what its row used; a fused FP8 scan's
- * last CTA zeroes histogram copies 1 .. IDX_HCOPIES - 1), so no call needs a memset.
+/* The counters (hist, count, hist2, flag, samp) come first and are zero at rest: the
+ * caller zeroes the scratch once after allocating it, and each call leaves them zero
+ * again (the row's last filter CTA, or the select, clears what its row used; a fused FP8
+ * scan's last CTA zeroes histogram copies 1 .. IDX_HCOPIES - 1; a sampled tail's
+ * sampling CTA its sample, the select its bound), so no call needs a memset.
  * The rest (selected ids, candidates, scores) is written before it is read in every
  * call. */
 static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_layout *l)
@@ -486,7 +527,8 @@ static inline void idx_gpu_layout_of(const strata_indexer_params *p, idx_gpu_lay
 	l->off_count = idx_align(IDX_HCOPIES * rows * IDX_BINS * 4);
 	l->off_hist2 = l->off_count + idx_align(rows * IDX_CNT * 4);
 	l->off_flag = l->off_hist2 + idx_align(rows * IDX_BINS2 * 4);
-	l->off_sel = l->off_flag + idx_align(rows * IDX_FLAGS * 4);
+	l->off_samp = l->off_flag + idx_align(rows * IDX_FLAGS * 4);
+	l->off_sel = l->off_samp + idx_align(rows * IDX_SAMPW * 4);
 	l->zero_bytes = l->off_sel;
 	l->off_cand = l->off_sel + idx_align(rows * (size_t)(p->topk > 0 ? p->topk : 0) * 8);
 	l->off_scores = l->off_cand + idx_align(rows * l->cand_cap * 8);

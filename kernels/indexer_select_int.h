@@ -318,4 +318,180 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		idx_trace(a.trace, IDX_T_END);
 }
 
+/* The select after a sampled tail (indexer_wgmma.cu samp_tail): the top k of the row's
+ * candidate list, every key at or above the sample's bound T, where the list holds at
+ * least k keys and all of them fit; else (a sample that missed, a crowd of equal scores)
+ * the top k of every score of the row, by radix select (slower, as exact). The list's cut:
+ * one histogram of its keys in shared memory, 4096 bins over eight buckets' span from the
+ * lower edge of T's bucket (keys above it clamp into the last bin), then the cut bin's
+ * keys ranked among themselves. A list up to kLReg * kFThreads long is read once, into
+ * registers. Writes the ids in ascending order and leaves the row's count slots and
+ * bound zero. */
+constexpr int kLReg = 8;
+__device__ void select_list(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
+{
+	const int k = a.topk, tid = threadIdx.x;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SEL0);
+	/* every read of the counters and the list in flight at once */
+	const uint32_t nc = __ldcg(a.count + (size_t)row * IDX_CNT + 1);
+	const uint32_t bw = __ldcg(a.sw + (size_t)row * IDX_SAMPW);
+	const unsigned long long *cl = a.cand + (size_t)row * a.cap;
+	const uint32_t pre = a.cap < (size_t)kLReg * kFThreads ? (uint32_t)a.cap : kLReg * kFThreads;
+	unsigned long long ck[kLReg];
+#pragma unroll
+	for (int j = 0; j < kLReg; j++) {
+		const uint32_t i = tid + j * kFThreads;
+		ck[j] = i < pre ? __ldcg(cl + i) : 0ull;
+	}
+	const int L = row_lim(a, row);
+	if (L <= k) { /* nothing scored: the row's counters are untouched */
+		if (tid == 0)
+			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
+		write_trivial(a, row, L, false);
+		return;
+	}
+	for (int i = tid; i < k; i += kFThreads)
+		sm.ids[i] = INT_MAX;
+	if (tid == 0) {
+		sm.n_t = 0, sm.n_c = 0, sm.bin = -1, sm.above = 0;
+		idx_trace(a.trace, IDX_T_SELLD);
+		idx_trace_val(a.trace, IDX_T_NLIST, nc);
+	}
+	/* the calling lanes' places at one counter: one atomic a warp */
+	auto warp_inc = [](uint32_t *ctr) {
+		const unsigned act = __activemask();
+		const int lane = (int)(threadIdx.x & 31), leader = __ffs(act) - 1;
+		uint32_t base = 0;
+		if (lane == leader)
+			base = atomicAdd(ctr, (uint32_t)__popc(act));
+		return __shfl_sync(act, base, leader) + (uint32_t)__popc(act & ((1u << lane) - 1u));
+	};
+	auto take = [&](unsigned long long key) {
+		const uint32_t at = warp_inc(&sm.n_t);
+		if (at < (uint32_t)k)
+			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+	};
+	if (!(bw != 0 && nc >= (uint32_t)k && nc <= a.cap)) {
+		__syncthreads();
+		const float *sc = a.scores + (size_t)row * a.sstride;
+		auto each = [&](auto f) {
+			for (int j = tid; j < L; j += kFThreads)
+				f((unsigned long long)idx_key64(__ldcg(sc + j), j));
+		};
+		unsigned long long prefix = 0, mask = 0;
+		radix_cut(each, k, sm, &prefix, &mask);
+		each([&](unsigned long long key) {
+			if ((key & mask) >= prefix)
+				take(key);
+		});
+	} else {
+		uint32_t base;
+		int shift;
+		idx_sub_bounds(idx_bucket_dev(score_of((unsigned long long)bw << 32)), &base, &shift);
+		shift += 3; /* eight buckets' span */
+		auto sub = [&](unsigned long long key) { return idx_sub_of((uint32_t)(key >> 32), base, shift); };
+		uint32_t *h = sm.u.h2;
+		for (int i = tid; i < IDX_BINS2; i += kFThreads)
+			h[i] = 0;
+		__syncthreads();
+		if (nc <= pre) {
+#pragma unroll
+			for (int j = 0; j < kLReg; j++)
+				if (tid + j * kFThreads < (int)nc)
+					atomicAdd(&h[sub(ck[j])], 1u);
+		} else {
+			for (uint32_t i = tid; i < nc; i += kFThreads)
+				atomicAdd(&h[sub(__ldcg(cl + i))], 1u);
+		}
+		__syncthreads();
+		uint32_t hc[IDX_BINS2 / kFThreads];
+		{
+			const int grp = kFThreads - 1 - tid;
+#pragma unroll
+			for (int b = 0; b < IDX_BINS2 / kFThreads; b++)
+				hc[b] = h[grp * (IDX_BINS2 / kFThreads) + b];
+		}
+		find_cut_of<IDX_BINS2 / kFThreads>(hc, (uint32_t)k, tmp, &sm.bin, &sm.above);
+		__syncthreads(); /* every count read: the bin's keys may take sm.u */
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_CUT2);
+		const uint32_t b2 = (uint32_t)sm.bin; /* >= 0: nc >= k keys counted */
+		const int need = k - (int)sm.above;
+		auto classify = [&](unsigned long long key) {
+			const uint32_t s2 = sub(key);
+			if (s2 > b2) {
+				take(key);
+			} else if (s2 == b2) {
+				const uint32_t c = warp_inc(&sm.n_c);
+				if (c < (uint32_t)kCC)
+					sm.u.cc[c] = key;
+			}
+		};
+		if (nc <= pre) {
+#pragma unroll
+			for (int j = 0; j < kLReg; j++)
+				if (tid + j * kFThreads < (int)nc)
+					classify(ck[j]);
+		} else {
+			for (uint32_t i = tid; i < nc; i += kFThreads)
+				classify(__ldcg(cl + i));
+		}
+		__syncthreads();
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_CLASS);
+		const uint32_t nC = sm.n_c;
+		if (need > 0 && nC > 0) {
+			unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
+			if (nC <= (uint32_t)kRankMax) { /* the usual case: rank each among them */
+				if (tid < (int)nC) {
+					const unsigned long long key = sm.u.cc[tid];
+					uint32_t rank = 0;
+					if ((uint32_t)need < nC)
+						for (uint32_t j = 0; j < nC; j++)
+							rank += sm.u.cc[j] > key;
+					if (rank < (uint32_t)need)
+						take(key);
+				}
+			} else if (nC <= (uint32_t)kCC) {
+				auto each = [&](auto f) {
+					for (uint32_t i = tid; i < nC; i += blockDim.x)
+						f(sm.u.cc[i]);
+				};
+				if ((uint32_t)need < nC)
+					radix_cut(each, need, sm, &prefix, &mask);
+				each([&](unsigned long long key) {
+					if ((key & mask) >= prefix)
+						take(key);
+				});
+			} else { /* a crowded bin (many equal scores): from the list again */
+				auto each = [&](auto f) {
+					for (uint32_t i = tid; i < nc; i += blockDim.x) {
+						const unsigned long long key = __ldcg(cl + i);
+						if (sub(key) == b2)
+							f(key);
+					}
+				};
+				if ((uint32_t)need < nC)
+					radix_cut(each, need, sm, &prefix, &mask);
+				each([&](unsigned long long key) {
+					if ((key & mask) >= prefix)
+						take(key);
+				});
+			}
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
+	sort_emit(a, row, L, sm, tmp);
+	if (tid < IDX_CNT) /* zero at rest again: every read of them is done */
+		a.count[(size_t)row * IDX_CNT + tid] = 0;
+	if (tid == 0) {
+		a.sw[(size_t)row * IDX_SAMPW] = 0;
+		idx_trace(a.trace, IDX_T_SORT1);
+		idx_trace(a.trace, IDX_T_END);
+	}
+}
+
 #endif

@@ -112,8 +112,10 @@ constexpr int kMaxTiles16 = 65535 / 64;
 /* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
 	uint32_t wsum[4]; /* the warps' sums of a block scan */
-	int bin;          /* the row's threshold bucket b* */
+	int bin;          /* the row's threshold bucket b* (samp_tail: its bound) */
 	int last;         /* this CTA arrived last at the row's barrier */
+	uint32_t m;       /* samp_agg: the sample's size, then the bound's rank in its bucket */
+	uint32_t nl;      /* samp_agg: samples in the bound's bucket */
 };
 
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. R:
@@ -315,7 +317,9 @@ struct ScanCta {
 			 * registers) the moved pt spilled, so that one stays as it was */
 			G = a.tstride;
 			if (a.ranges) { /* part p of P: tiles [tiles p / P, tiles (p + 1) / P) (G = 1) */
-				const long long part = a.ranges == 2 ? b / nq : x, parts = gridDim.x;
+				/* the sampled tail's first CTA a row samples (samp_agg) */
+				const long long part = (a.ranges == 2 ? b / nq : x) - (a.fused == 2),
+						parts = gridDim.x - (a.fused == 2);
 				x = (int)(tiles * part / parts);
 				n = (int)(tiles * (part + 1) / parts) - x;
 				if (n <= 0)
@@ -382,7 +386,8 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
 	}
 #pragma unroll
 	for (int r = 0; r < R; r++) {
-		if (R > 1 && !lr[r]) /* block-uniform; one row: scored, or the CTA had returned */
+		if ((R > 1 && !lr[r]) || a.fused == 2) /* block-uniform; one row: scored, or the
+							* CTA had returned; samp_tail: no histogram */
 			continue;
 		uint32_t *gh = a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy +
 			       (size_t)(row + r) * IDX_BINS;
@@ -610,6 +615,233 @@ __device__ void scan_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 		idx_trace(a.trace, IDX_T_FLOOP);
 }
 
+/* ---- the sampled tail: a bound from a sample, no barrier among the scan's CTAs ----------
+ * With idx_wg_args.fused == 2 (one row a CTA, one wave, a cooperative launch as above)
+ * the CTAs of a row take contiguous tile ranges (ScanCta::begin, ranges 1), and one more
+ * CTA a row, the grid's first column, samples instead of scanning (samp_agg); scan CTA x
+ * is block x + 1. Each scan CTA, once its first tile is scored, counts IDX_SAMP_KEYS of
+ * its scores (keys 0, 16, 32 and 48 of that tile: spread over the row, as the ranges
+ * are) into the row's sample histogram in global memory (samp_put: an atomic add a key,
+ * not waited for); the sampling CTA polls the histogram until every scan CTA's keys are
+ * in, takes the bucket of the sample's r-th largest score (r about samp_x k m / L for m
+ * sampled keys) and publishes its lower edge T. After its last tile each scan CTA files
+ * every score of its own at or above T into the row's candidate list (one list atomic a
+ * warp) and exits: no full histogram, no row barrier, no hand-back of b*. The select
+ * (indexer.cu select_list) then takes the top k of the list. That is exact whenever the
+ * list holds at least k keys and all of them fit (count <= cap): k scores at or above T
+ * put the k-th largest there too, so every key of the row's top k is listed. Otherwise
+ * (a sample that missed, a crowd of equal scores) the select takes the top k of every
+ * score of the row instead: slower, as exact. With samp_x = 3 (run_indexer) the list
+ * holds ~3k keys and more (T is the lower edge of the r-th's bucket); fewer than k is a
+ * tail event (at 1M keys on an H200, m = 3,164 and r = 19: the keys above the r-th
+ * largest of a uniform sample number fewer than 512 about once in 10^5 calls).
+ * Measured (H200, 1M keys, one row; bench/results/2026-12-02-h200-s35, run 1): the
+ * sampled keys are all added by ~4.7 - 5.4 us, T is out by ~11.4 us (FP8) / ~8.6
+ * (MXFP4), before the scan's last tiles end (~13), and the call takes 20.7 - 20.9 us
+ * (FP8) / 20.3 - 20.4 (MXFP4) against the row barrier's 21.8 - 22.0 / 21.9 - 22.0.
+ * s33's form, the sample's own words read, bucketed and ranked by the sampling CTA,
+ * took 10 - 20 us of that single CTA's time; s34's, every thread of it polling the
+ * whole histogram, made one FP8 scan CTA's first tile ~6 us late. */
+constexpr int kSampWords = 4096; /* sample words a row at most (its CTAs: / IDX_SAMP_KEYS) */
+
+/* The row's sample histogram (s34's form): IDX_BINS counts by score bucket
+ * (idx_bucket_dev), then one count of sampled keys past the row's limit and the count
+ * of all sampled keys, in the row's sample words; one shared-memory-free atomic add a sampled key, by its warp's lane 0,
+ * issued and not waited for. Zero at rest: the sampling CTA zeroes it once complete. */
+__device__ __forceinline__ void samp_put(const idx_wg_args &a, int row, int warp, int lane, bool in,
+					 float sc)
+{
+	static_assert(IDX_SAMP_KEYS == kWgThreads / 32, "a key a warp");
+	static_assert(IDX_BINS + 2 <= kSampWords, "the histogram fits the sample words");
+	if (lane == 0) { /* key 16 warp of the tile (score_tile: lane (g, c) = (0, 0)) */
+		uint32_t *h = a.samp + (size_t)row * IDX_SAMPW + 32;
+		atomicAdd(h + (in ? idx_bucket_dev(sc) : (uint32_t)IDX_BINS), 1u);
+		atomicAdd(h + IDX_BINS + 1, 1u); /* the row's count, which the sampling CTA polls */
+		if (warp == 0)
+			idx_trace(a.trace, IDX_T_SAMPW);
+	}
+}
+
+/* CTA x of G (ranges 1) has tiles. */
+__device__ __forceinline__ bool samp_has(long long tiles, int x, int G)
+{
+	return tiles * (x + 1) / G > tiles * x / G;
+}
+
+/* The sampling CTA of request blockIdx.y's row: polls the row's sample histogram
+ * (samp_put; a thread's 16 buckets, read at once) until its counts add up to
+ * IDX_SAMP_KEYS a scan CTA with tiles (counts only grow, so a sum that complete means
+ * every word read is final), zeroes it, takes the bucket of the sample's r-th largest
+ * and publishes that bucket's lower edge as the bound T (an order-preserving score bits
+ * value, idx_ord32) in the row's word 0 and in each scan CTA's flag word. Out of line,
+ * with the fields it needs by value. */
+static __device__ __noinline__ void samp_agg_of(const int32_t *req_rows, const int32_t *row_limit,
+						int lim_cap, int topk, int samp_x, uint32_t *samp,
+						unsigned long long *trace, uint32_t *flag, TailSmem &ts,
+						unsigned sleep_ns)
+{
+	constexpr int PER = IDX_BINS / kWgThreads;
+	const int tid = threadIdx.x, req = (int)blockIdx.y, row = req_rows[req];
+	if (tid == 0)
+		idx_trace(trace, IDX_T_AGG0);
+	if (req_rows[req + 1] - row < 1)
+		return;
+	int L = row_limit[row];
+	L = L < 0 ? 0 : (L > lim_cap ? lim_cap : L);
+	if (L <= topk)
+		return; /* not scored (ScanCta::begin) */
+	const long long tiles = ((long long)L + kTile - 1) / kTile;
+	const int G = (int)gridDim.x - 1;
+	const bool every = tiles >= G; /* every CTA has tiles (no 64-bit divisions) */
+	uint32_t ncta = (uint32_t)G;
+	if (!every) {
+		if (tid == 0)
+			ts.m = 0;
+		__syncthreads();
+		uint32_t c = 0;
+		for (int x = tid; x < G; x += kWgThreads)
+			c += samp_has(tiles, x, G);
+		atomicAdd(&ts.m, c);
+		__syncthreads();
+		ncta = ts.m;
+		__syncthreads();
+	}
+	const uint32_t want = ncta * IDX_SAMP_KEYS;
+	uint32_t *h = samp + (size_t)row * IDX_SAMPW + 32;
+	const int grp = kWgThreads - 1 - tid; /* thread t: buckets 16 (127 - t) .. + 15 */
+	uint32_t c[PER], sum, acc, total, past;
+	/* one thread polls the row's count of sampled keys, one word; then the histogram is
+	 * read, again only where some of its adds are still on their way. (s34 run 6 had
+	 * every thread poll the histogram's 2,049 words, and one FP8 scan CTA's first tile
+	 * came ~6 us late; the suspect: those polls in the SM's load path, through which
+	 * the one-row FP8 scan's cp.async copies go, not the MXFP4 scan's bulk copies.) */
+	if (tid == 0) {
+		while (ld_relaxed(h + IDX_BINS + 1) < want)
+			if (sleep_ns)
+				__nanosleep(sleep_ns);
+		idx_trace(trace, IDX_T_AGG1);
+	}
+	__syncthreads();
+	for (;;) {
+		sum = 0;
+#pragma unroll
+		for (int b = 0; b < PER; b++)
+			c[b] = ld_relaxed(h + grp * PER + b);
+		past = tid == kWgThreads - 1 ? ld_relaxed(h + IDX_BINS) : 0u;
+#pragma unroll
+		for (int b = 0; b < PER; b++)
+			sum += c[b];
+		if (tid == kWgThreads - 1)
+			ts.nl = past;
+		acc = excl_scan128(sum + past, ts.wsum); /* past: the last thread, after the rest */
+		total = ts.wsum[0] + ts.wsum[1] + ts.wsum[2] + ts.wsum[3];
+		past = ts.nl;
+		__syncthreads(); /* wsum and nl are read */
+		if (total >= want)
+			break;
+	}
+	const uint32_t mt = total - past; /* sampled keys inside the limit */
+	const unsigned long long r0 =
+		((unsigned long long)samp_x * (unsigned long long)topk * mt + (unsigned long long)L - 1) /
+		(unsigned long long)L;
+	const uint32_t r = r0 < 1 ? 1u : r0 > mt ? mt : (uint32_t)r0;
+	if (tid == 0)
+		ts.bin = -1;
+	__syncthreads();
+#pragma unroll
+	for (int b = PER - 1; b >= 0; b--) {
+		if (mt && acc < r && acc + c[b] >= r)
+			ts.bin = grp * PER + b;
+		acc += c[b];
+	}
+	__syncthreads();
+	const int bt = ts.bin; /* -1: no key sampled inside the limit: list them all */
+	uint32_t t = 1u;
+	if (bt > 0) {
+		uint32_t base;
+		int shift;
+		idx_sub_bounds((uint32_t)bt, &base, &shift);
+		t = base + 1u > 1u ? base + 1u : 1u;
+	}
+	if (tid == 0) {
+		idx_trace(trace, IDX_T_AGG2);
+		*reinterpret_cast<volatile uint32_t *>(h - 32) = t; /* the select's */
+	}
+	/* and each scan CTA's own word (one poller a word: a word polled by every CTA
+	 * queues the polls behind each other, s11) */
+	uint32_t *fl = flag + (size_t)row * IDX_FLAGS;
+	for (int x = tid; x < G; x += kWgThreads)
+		if (every || samp_has(tiles, x, G))
+			*reinterpret_cast<volatile uint32_t *>(fl + x) = t;
+	if (tid == 0)
+		idx_trace(trace, IDX_T_FH2);
+	/* zero at rest again (every count is in: the sum was complete) */
+#pragma unroll
+	for (int b = 0; b < PER; b++)
+		h[grp * PER + b] = 0;
+	if (tid == kWgThreads - 1)
+		h[IDX_BINS] = 0, h[IDX_BINS + 1] = 0;
+}
+__device__ __forceinline__ void samp_agg(const idx_wg_args &a, uint32_t *, uint32_t *, TailSmem &ts)
+{
+	samp_agg_of(a.req_rows, a.row_limit, a.lim_cap, a.topk, a.samp_x, a.samp, a.trace, a.flag, ts,
+		    a.samp_sleep);
+}
+
+/* A scan CTA's filing after its last tile (samp_tail above): its scores at or above the
+ * bound T into the row's candidate list. */
+__device__ void samp_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts)
+{
+	const int tid = threadIdx.x, lane = tid & 31, row = cta.row, L = cta.L;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	const int mine = cta.n * kTile;
+	auto key_of = [&](int e) { return (cta.x + (e >> 6) * cta.G) * kTile + (e & (kTile - 1)); };
+	float s[kHold]; /* its own scores (written before flush_hist's barrier) */
+#pragma unroll
+	for (int u = 0; u < kHold; u++) {
+		const int e = tid + u * kWgThreads, j = key_of(e);
+		s[u] = e < mine && j < L ? sc[j] : 0.0f;
+	}
+	if (tid == 0) { /* this CTA's own word (samp_agg), zero at rest again once read */
+		uint32_t *fl = a.flag + (size_t)row * IDX_FLAGS + (blockIdx.x - 1);
+		uint32_t w;
+		while (!(w = ld_relaxed(fl)))
+			;
+		*fl = 0;
+		ts.bin = (int)w;
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FCUT);
+	const uint32_t bt = (uint32_t)ts.bin; /* the bound T */
+	unsigned mc[kHold];
+	uint32_t nc = 0;
+#pragma unroll
+	for (int u = 0; u < kHold; u++) {
+		const int e = tid + u * kWgThreads, j = key_of(e);
+		const bool in = e < mine && j < L && idx_ord32(s[u]) >= bt;
+		mc[u] = __ballot_sync(0xffffffffu, in);
+		nc += (uint32_t)__popc(mc[u]);
+	}
+	uint32_t ac = 0;
+	if (lane == 0 && nc)
+		ac = atomicAdd(a.count + (size_t)row * IDX_CNT + 1, nc);
+	ac = __shfl_sync(0xffffffffu, ac, 0);
+	const unsigned lt = (1u << lane) - 1u;
+	unsigned long long *cand = a.cand + (size_t)row * a.cap;
+#pragma unroll
+	for (int u = 0; u < kHold; u++) {
+		if (mc[u] >> lane & 1) {
+			const uint32_t at = ac + (uint32_t)__popc(mc[u] & lt);
+			if (at < a.cap)
+				cand[at] = idx_key64(s[u], key_of(tid + u * kWgThreads));
+		}
+		ac += (uint32_t)__popc(mc[u]);
+	}
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FLOOP);
+}
+
 /* The weights of lane (g, c)'s heads 8j + 2c + e in a keys-as-A MMA's accumulators, at
  * wt[2j + e] (score_tile). */
 __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int c, float (&wt)[16])
@@ -632,10 +864,11 @@ __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int 
  * j even, j odd; halves the dependent chain), then one add; then over the key's 4 lanes as a reduce-scatter: even
  * lanes keep key g's sum, odd lanes key g + 8's, pairs first, then pairs of pairs (the
  * same order of adds for every key). Lanes c < 2 (key g + 8c) with `in` store the score
- * at sp and count it in the shared histogram. */
+ * at sp and (hon) count it in the shared histogram; returns it (lanes c < 2). */
 template <bool PACKED = false, bool MAX = false>
-__device__ __forceinline__ void score_tile(const float (&d)[32], const float (&wt)[16], int c,
-					   float kscale, bool in, float *sp, uint32_t *hist)
+__device__ __forceinline__ float score_tile(const float (&d)[32], const float (&wt)[16], int c,
+					    float kscale, bool in, float *sp, uint32_t *hist,
+					    bool hon = true)
 {
 	float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
@@ -652,16 +885,19 @@ __device__ __forceinline__ void score_tile(const float (&d)[32], const float (&w
 	const bool odd = c & 1;
 	float v = (odd ? s1 : s0) + __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 1);
 	v += __shfl_xor_sync(0xffffffffu, v, 2);
+	float sc = v * kscale;
+	sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
 	if (c < 2 && in) {
-		float sc = v * kscale;
-		sc = sc == 0.0f ? 0.0f : sc; /* one zero: -0 sorts with +0 */
 		*sp = sc;
-		const uint32_t b = idx_bucket_dev(sc);
-		if (PACKED) /* hist_words: two 16-bit counts a word */
-			atomicAdd(&hist[b >> 1], 1u << ((b & 1u) << 4));
-		else
-			atomicAdd(&hist[b], 1u);
+		if (hon) {
+			const uint32_t b = idx_bucket_dev(sc);
+			if (PACKED) /* hist_words: two 16-bit counts a word */
+				atomicAdd(&hist[b >> 1], 1u << ((b & 1u) << 4));
+			else
+				atomicAdd(&hist[b], 1u);
+		}
 	}
+	return sc;
 }
 
 /* ---- FP8 keys: scan_ss_kernel --------------------------------------------------------- */
@@ -749,13 +985,19 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
  * tile loop from 213 SASS instructions a warp to 206. H200, 1M keys (run 6 of
  * bench/results/2026-12-01-h200-s17): batch 8 79.6 - 79.8 us a call against 81.4; one
  * row 21.9 us, unchanged. */
-template <int S, int R, bool T>
+template <int S, int R, bool T, bool SAMP = false>
 __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
+	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
+	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
+		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
+		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.b[0]), sm.tail);
+		return;
+	}
 	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
 	int lr[R];
 	if (!cta.begin<R, true>(a, lr))
@@ -871,7 +1113,10 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 			reg_fence(d);
 			/* warp w holds keys 16w .. + 15 */
-			score_tile<false, true>(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0]);
+			const float s0 = score_tile<false, true>(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0],
+								 !SAMP);
+			if (SAMP && i == 0)
+				samp_put(a, row, warp, lane, key < lr[0], s0);
 		} else {
 			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
@@ -884,7 +1129,9 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 		/* no barrier here: the next tile's first one frees this slot */
 	}
 	flush_hist(a, row, sm.hist, lr);
-	if (R == 1 && a.fused) /* one row a CTA (wg_shape) */
+	if (SAMP)
+		samp_tail(a, cta, sm.tail);
+	else if (R == 1 && a.fused == 1) /* one row a CTA (wg_shape) */
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -983,7 +1230,7 @@ template <int V> struct Ic { /* a compile-time int for the unrolled loop's steps
 	static constexpr int value = V;
 };
 
-template <int S, bool ONE, int R>
+template <int S, bool ONE, int R, bool SAMP = false>
 __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 2 ? kRsTwoCtas : kCtasOf[R]) : 1)
 	scan_rs_kernel(const idx_wg_args a)
 {
@@ -992,6 +1239,12 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	static_assert(ONE || R == 1, "the two-set loop scores one row");
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S, R> &sm = smem_at<RsSmem<S, R>>(smem_raw);
+	static_assert(!SAMP || (!ONE && R == 1), "the sampled tail: the two-set loop, one row");
+	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
+		static_assert(sizeof(sm.ring) >= kSampWords * 4, "the sample fits the ring");
+		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.ring[0]), sm.tail);
+		return;
+	}
 	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
 	int lr[R];
 	if (!cta.begin(a, lr))
@@ -1144,7 +1397,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	};
 	/* tile i's scores for row r from its accumulators (score_tile); then (next) its key
 	 * slots moved on */
-	auto finish = [&](const float(&d)[32], float kcur, int r) {
+	auto finish = [&](const float(&d)[32], float kcur, int r) -> float {
 		float w[16];
 		if (WSM) {
 			const float4 *w4 = reinterpret_cast<const float4 *>(sm.wt[r][c]);
@@ -1154,8 +1407,8 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 				w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
 			}
 		}
-		score_tile<hist_packed(R)>(d, WSM ? w : wt[r], c, kcur, key < lr[r],
-					   sp + (size_t)r * a.sstride, sm.hist[r]);
+		return score_tile<hist_packed(R)>(d, WSM ? w : wt[r], c, kcur, key < lr[r],
+						  sp + (size_t)r * a.sstride, sm.hist[r], !SAMP);
 	};
 	auto next = [&]() {
 		key += kstep;
@@ -1210,7 +1463,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 			if (i + 1 < n)
 				read(i + 1, anext, knext);
 			mma_wait(d, acur);
-			finish(d, kcur, 0);
+			const float s0 = finish(d, kcur, 0);
+			if (SAMP && i == 0)
+				samp_put(a, row, warp, lane, key < lr[0], s0);
 			next();
 		};
 		for (int i = 0; i < n; i += 2) {
@@ -1220,7 +1475,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 		}
 	}
 	flush_hist(a, row, sm.hist, lr);
-	if (R == 1 && a.fused)
+	if (SAMP)
+		samp_tail(a, cta, sm.tail);
+	else if (R == 1 && a.fused == 1)
 		scan_tail(a, cta, sm.tail);
 #endif
 }
@@ -1334,34 +1591,54 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	if (hist_packed(a->rows) && gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16) /* 16-bit counts */
 		gx = (tiles + kMaxTiles16 - 1) / kMaxTiles16;
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
-	*fuse = a->fused && waves == 1 && a->rows == 1 && (tiles + gx - 1) / gx * kTile <= kHold * kWgThreads &&
-		gx <= IDX_FLAGS;
+	/* the sampled tail: one CTA a row fewer scans, for the row's sampling CTA */
+	long long fx = a->fused == 2 ? slots / nr - 1 : gx;
+	fx = fx > tiles ? tiles : fx;
+	*fuse = a->fused && waves == 1 && a->rows == 1 && fx >= 1 &&
+			(tiles + fx - 1) / fx * kTile <= kHold * kWgThreads && fx <= IDX_FLAGS &&
+			(a->fused != 2 || fx * IDX_SAMP_KEYS <= kSampWords)
+		? a->fused
+		: 0;
+	if (*fuse)
+		gx = fx;
 	*gx_out = gx;
-	if (ranges) /* never with the fused tail, which needs the strided tiles */
-		*ranges = !*fuse && gx > 1 ? wg_ranges(a) : 0;
+	if (ranges) /* scan_tail needs the strided tiles, samp_tail contiguous ranges */
+		*ranges = *fuse == 2 ? 1 : !*fuse && gx > 1 ? wg_ranges(a) : 0;
 	return cudaSuccess;
 }
 
+template <typename T> struct ident {
+	using type = T;
+};
+
 /* The scan in wg_shape's shape; with the fused tail the launch is cooperative: every CTA
- * resident at once, or the launch fails (and runs unfused). */
+ * resident at once, or the launch fails (and runs unfused). kern_s: the same kernel's
+ * instance with the sampled tail (its SAMP), which runs where wg_shape fuses it (2); with
+ * none (null) a sampled tail asked for runs the row barrier instead. The sampled tail's
+ * code lives only in its own instances, so the other paths keep their code as it was. */
 template <typename K, typename... X>
-static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-		     cudaStream_t st, int *fused, int max_waves = 1, const X &...extra)
+static int wg_launch(K kern, typename ident<K>::type kern_s, size_t smem, const idx_wg_args *a,
+		     int n_req, int max_limit, cudaStream_t st, int *fused, int max_waves = 1,
+		     const X &...extra)
 {
 	long long gx = 1;
 	int fuse = 0;
 	int ranges = 0;
-	cudaError_t e = wg_shape(kern, smem, a, n_req, max_limit, &gx, &fuse, max_waves, &ranges);
+	idx_wg_args w = *a;
+	if (w.fused == 2 && !kern_s)
+		w.fused = 1;
+	/* the shape (its occupancy) of the instance that runs */
+	cudaError_t e = wg_shape(w.fused == 2 ? kern_s : kern, smem, &w, n_req, max_limit, &gx, &fuse,
+				 max_waves, &ranges);
 	if (e != cudaSuccess)
 		return (int)e;
-	idx_wg_args w = *a;
 	w.fused = fuse;
 	w.ranges = ranges;
 	w.tstride = ranges ? 1 : (int)gx;
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
-	cfg.gridDim = dim3((unsigned)gx, (unsigned)n_req);
+	cfg.gridDim = dim3((unsigned)(gx + (w.fused == 2)), (unsigned)n_req); /* + samp_agg's */
 	cfg.blockDim = dim3(kWgThreads);
 	cfg.dynamicSmemBytes = smem;
 	cfg.stream = st;
@@ -1369,7 +1646,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 	at[0].val.cooperative = 1;
 	cfg.attrs = at;
 	cfg.numAttrs = w.fused ? 1 : 0;
-	e = cudaLaunchKernelEx(&cfg, kern, w, extra...);
+	e = cudaLaunchKernelEx(&cfg, w.fused == 2 ? kern_s : kern, w, extra...);
 	if (e == cudaErrorCooperativeLaunchTooLarge) {
 		/* fewer SMs than the occupancy query saw (MPS, a partitioned GPU): the
 		 * unfused tail needs no co-residency */
@@ -1377,6 +1654,7 @@ static int wg_launch(K kern, size_t smem, const idx_wg_args *a, int n_req, int m
 		w.fused = 0;
 		*fused = 0;
 		cfg.numAttrs = 0;
+		cfg.gridDim.x = (unsigned)gx; /* no sampling CTA (its ranges serve unfused) */
 		e = cudaLaunchKernelEx(&cfg, kern, w, extra...);
 	}
 	return (int)e;
@@ -1397,6 +1675,9 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, false, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, true, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_rs_kernel<kRsStages, false, 1, true>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, false, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 2>, smem_of<RsSmem<kRsStages, 2>>()) &&
@@ -1448,16 +1729,18 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		const int tma = mode < 0 ? R > 1 : mode; /* ss_tma_mode's rule */
 		CUtensorMap tm;
 		if (tma && ss_tensor_map(a->pages, &tm))
-			return wg_launch(scan_ss_kernel<kSsStages, R, true>, ss, a, n_req, max_limit, st, fused,
-					 1, tm);
+			return wg_launch(scan_ss_kernel<kSsStages, R, true>,
+					 R == 1 ? scan_ss_kernel<kSsStages, R, true, R == 1> : nullptr, ss, a,
+					 n_req, max_limit, st, fused, 1, tm);
 		memset(&tm, 0, sizeof tm); /* unused by the cp.async form */
-		return wg_launch(scan_ss_kernel<kSsStages, R, false>, ss, a, n_req, max_limit, st, fused, 1,
-				 tm);
+		return wg_launch(scan_ss_kernel<kSsStages, R, false>,
+				 R == 1 ? scan_ss_kernel<kSsStages, R, false, R == 1> : nullptr, ss, a, n_req,
+				 max_limit, st, fused, 1, tm);
 	}
 	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
 	if (R > 1) /* never fused (wg_shape): the one-set loop */
-		return wg_launch(scan_rs_kernel<kRsStages, true, R>, smem, a, n_req, max_limit, st, fused,
-				 R == 2 ? kRsWaves : 1);
+		return wg_launch(scan_rs_kernel<kRsStages, true, R>, nullptr, smem, a, n_req, max_limit, st,
+				 fused, R == 2 ? kRsWaves : 1);
 	/* one row: the two-register-set loop where the fused tail runs, else the one-set loop
 	 * (more CTAs an SM; scan_rs_kernel) */
 	long long gx = 1;
@@ -1466,9 +1749,10 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		wg_shape(scan_rs_kernel<kRsStages, false, 1>, smem, a, n_req, max_limit, &gx, &fuse);
 	if (e != cudaSuccess)
 		return (int)e;
-	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false, 1>, smem, a, n_req, max_limit, st, fused)
-		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, smem, a, n_req, max_limit, st, fused,
-				kRsWaves);
+	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false, 1>, scan_rs_kernel<kRsStages, false, 1, true>,
+				smem, a, n_req, max_limit, st, fused)
+		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, nullptr, smem, a, n_req, max_limit, st,
+				fused, kRsWaves);
 }
 
 extern "C" int idx_wgmma_scan(const idx_wg_args *a, int n_req, int max_limit, void *stream,

@@ -11,6 +11,7 @@
  * ReLU zero) allow no swap: the lowest ids must win, bit for bit. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -613,6 +614,62 @@ START_TEST(wgmma_copies)
 }
 END_TEST
 
+/* The fused one-row tail's forms (indexer_wgmma.cu), each on the shapes that run fused:
+ * one long row, batches of short rows, random, clustered, tied and signed weights, both
+ * key formats. Mode 0: the sampled bound's select with a list too short
+ * (STRATA_IDX_SAMP_X=0: the bound is the lower edge of the sample's largest bucket, so
+ * the select takes the top k of every score of the row); mode 1: the row barrier
+ * (STRATA_IDX_SAMP=0, scan_tail); mode 2: the sampled bound with its list on every row
+ * length (STRATA_IDX_SAMP_MIN=0; by default rows shorter than 65,536 entries take the
+ * row barrier). Its own tcase (CK_RUN_CASE=sampled runs it alone). */
+static const char *mlabel(char (*buf)[64], const char *mode, const char *shape)
+{
+	snprintf(*buf, sizeof *buf, "%s: %s", mode, shape);
+	return *buf;
+}
+
+START_TEST(wgmma_sampled)
+{
+	for (int f = 0; f < 2; f++) {
+		const strata_index_fmt fmt = f ? STRATA_INDEX_MXFP4 : STRATA_INDEX_FP8;
+		if (!wgmma_available(fmt)) { /* wgmma_scan says whether it must */
+			printf("sampled: the wgmma scan is not available here\n");
+			break;
+		}
+		static const char *mname[3] = { "short list", "row barrier", "sampled list" };
+		for (int mode = 0; mode < 3; mode++) {
+			char what[64];
+			if (mode == 0)
+				setenv("STRATA_IDX_SAMP_X", "0", 1);
+			else if (mode == 1)
+				setenv("STRATA_IDX_SAMP", "0", 1);
+			if (mode != 1)
+				setenv("STRATA_IDX_SAMP_MIN", "0", 1);
+			const uint64_t sd = 130 + 10 * (uint64_t)mode + 20 * (uint64_t)f;
+			int l1[1] = { 262144 };
+			wgmma_case(fmt, 512, 1, l1, sd, TD_RANDOM, 0,
+				   mlabel(&what, mname[mode], "one 1M row"));
+			int lc[1] = { 200001 };
+			wgmma_case(fmt, 1024, 1, lc, sd + 1, TD_CLUSTERED, 0,
+				   mlabel(&what, mname[mode], "one row 200001, top-1024"));
+			int lb[16];
+			for (int i = 0; i < 16; i++)
+				lb[i] = 16384 - 37 * i;
+			wgmma_case(fmt, 512, 16, lb, sd + 2, TD_MIXED_W, 0,
+				   mlabel(&what, mname[mode], "batch-16 signed-w"));
+			wgmma_case(fmt, 512, 16, lb, sd + 3, TD_EQUAL, 1,
+				   mlabel(&what, mname[mode], "batch-16 all-equal"));
+			int lm[5] = { 20000, 513, 65536, 300, 777 };
+			wgmma_case(fmt, 512, 5, lm, sd + 4, TD_RANDOM, 0,
+				   mlabel(&what, mname[mode], "mixed lengths"));
+			unsetenv("STRATA_IDX_SAMP_X");
+			unsetenv("STRATA_IDX_SAMP");
+			unsetenv("STRATA_IDX_SAMP_MIN");
+		}
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -638,6 +695,10 @@ static Suite *suite(void)
 	tcase_set_timeout(tp, 500);
 	tcase_add_test(tp, wgmma_copies);
 	suite_add_tcase(s, tp);
+	TCase *tq = tcase_create("sampled");
+	tcase_set_timeout(tq, 500);
+	tcase_add_test(tq, wgmma_sampled);
+	suite_add_tcase(s, tq);
 	return s;
 }
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Prepared in session 34 for the next device run (not run: no device time left).
+# Before: `git apply bench/results/2026-12-02-h200-s34/sampled-tail-count-inst.patch`
+# (run 6's form, its sampling CTA polling one count word instead of the whole
+# histogram, the sampled tail in scan kernel instances of its own; or
+# sampled-tail-count.patch, the same without the instances), and
+# `rm -rf build-alt && mkdir -p build-alt/main && git archive HEAD | tar -x -C build-alt/main`.
+# Carry .deps and build-alt. Rounds against main (same call) at the points run 6
+# measured, per-CTA timelines (idx-cta lines: is FP8's late first tile gone, and if not,
+# which SM and CTA), --check, the "sampled" tcase.
+set -u
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
+(cmake -S build-alt/main -B build-alt/bmain -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
+	-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DSTRATA_REV=main >/dev/null 2>&1 &&
+	cmake --build build-alt/bmain -j6 --target strata_cli >"$OUT/build_main.log" 2>&1) &
+cmake -S . -B build-gpu -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
+	-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
+	cmake --build build-gpu -j12 --target strata_cli kernels_gpu_indexer >"$OUT/build.log" 2>&1 ||
+	{ tail -30 "$OUT/build.log"; exit 1; }
+wait
+[ -x build-alt/bmain/strata ] || { tail -30 "$OUT/build_main.log"; exit 1; }
+echo "built $(date +%T)"
+B=build-gpu/strata
+pts() { # LABEL CTX BATCH ROWS FMT [BINARY]
+	timeout 100 ${6:-$B} bench indexer --ctx "$2" --batch "$3" --rows "$4" --fmt "$5" --q8 --wgmma 2>&1 |
+		grep -E "^(fp8|mxfp4) " | awk -v l="$1" '{print l, $1, $3, $4, "rows", $5, "graph", $9, "eff", $14, $(NF-5), $(NF-4)}'
+}
+for i in 1 2; do
+	pts "main r$i" 1M 1 1 fp8,mxfp4 build-alt/bmain/strata
+	pts "main r$i" 512K 1,8 1 fp8 build-alt/bmain/strata
+	pts "tree r$i" 1M 1 1 fp8,mxfp4
+	pts "tree r$i" 512K 1,8 1 fp8
+	STRATA_IDX_SAMP_X=2 pts "tree x2 r$i" 1M 1 1 fp8,mxfp4
+done | tee "$OUT/ab.txt"
+for f in fp8 mxfp4; do
+	STRATA_IDX_TRACE=1 timeout 30 $B bench indexer --ctx 1M --batch 1 --rows 1 --fmt $f --q8 \
+		--wgmma --reps 4 >"$OUT/trace_$f.txt" 2>&1
+	grep -E "idx-" "$OUT/trace_$f.txt" | tail -6
+done
+timeout 100 $B bench indexer --check --ctx 128K,512K,1M --batch 1,8 --rows 1 \
+	--fmt fp8,mxfp4 --q8 --wgmma >"$OUT/check.txt" 2>&1
+echo "check rc=$?"
+grep -E "^(fp8|mxfp4) " "$OUT/check.txt" | awk '{print "check", $1, $3, $4, $5, $(NF-3)}' | tr '\n' ';'; echo
+CK_RUN_CASE=sampled timeout 150 build-gpu/tests/kernels_gpu_indexer >"$OUT/tcase_sampled.txt" 2>&1
+echo "tcase sampled rc=$?"; tail -2 "$OUT/tcase_sampled.txt"
