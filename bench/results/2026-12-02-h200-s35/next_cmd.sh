@@ -5,20 +5,26 @@
 # 0x12800 bytes of SASS against 0x15580, select_kernel 0xe280 against 0x11180; the
 # select runs its code once, cold, ~10 ns a distinct line: bench/results/
 # 2026-11-30-h200-s13), and
-# `rm -rf build-alt && mkdir -p build-alt/main && git archive HEAD | tar -x -C build-alt/main`.
-# Carry .deps and build-alt. Then next_tests.sh (the GPU indexer test, alone, timed).
+# `rm -rf build-alt && mkdir -p build-alt/main build-alt/peek && git archive HEAD | tar -x -C build-alt/main
+#  && git archive HEAD | tar -x -C build-alt/peek && (cd build-alt/peek && patch -p1 < ../../bench/results/2026-12-02-h200-s35/smem-peek.patch)`
+# ("peek": each scan CTA of the sampled tail keeps its scores in shared memory for its
+# filing and reads its bound word as its last tile starts; run 3 measured it only
+# bundled with other changes). Carry .deps and build-alt. Then next_tests.sh (the GPU
+# indexer test, alone, timed).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
 CM="-DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release"
-(cmake -S build-alt/main -B build-alt/bmain $CM -DSTRATA_REV=main >/dev/null 2>&1 &&
-	cmake --build build-alt/bmain -j6 --target strata_cli >"$OUT/build_main.log" 2>&1) &
+for t in main peek; do
+	(cmake -S build-alt/$t -B build-alt/b$t $CM -DSTRATA_REV=$t >/dev/null 2>&1 &&
+		cmake --build build-alt/b$t -j4 --target strata_cli >"$OUT/build_$t.log" 2>&1) &
+done
 cmake -S . -B build-gpu $CM >/dev/null 2>&1 &&
-	cmake --build build-gpu -j10 --target strata_cli kernels_gpu_indexer >"$OUT/build.log" 2>&1 ||
+	cmake --build build-gpu -j8 --target strata_cli kernels_gpu_indexer >"$OUT/build.log" 2>&1 ||
 	{ tail -30 "$OUT/build.log"; exit 1; }
 wait
-[ -x build-alt/bmain/strata ] || { tail -30 "$OUT/build_main.log"; exit 1; }
+for t in main peek; do [ -x build-alt/b$t/strata ] || { tail -30 "$OUT/build_$t.log"; exit 1; }; done
 echo "built $(date +%T)"
 B=build-gpu/strata
 pts() { # LABEL CTX BATCH ROWS FMT [BINARY]
@@ -28,6 +34,7 @@ pts() { # LABEL CTX BATCH ROWS FMT [BINARY]
 for i in 1 2; do
 	pts "main r$i" 1M 1 1 fp8,mxfp4 build-alt/bmain/strata
 	pts "tree r$i" 1M 1 1 fp8,mxfp4
+	pts "peek r$i" 1M 1 1 fp8,mxfp4 build-alt/bpeek/strata
 	pts "main r$i" 128K,512K 8 1 fp8 build-alt/bmain/strata
 	pts "tree r$i" 128K,512K 8 1 fp8
 done | tee "$OUT/ab.txt"
@@ -39,6 +46,9 @@ done
 timeout 100 $B bench indexer --check --ctx 128K,512K,1M --batch 1,8 --rows 1 \
 	--fmt fp8,mxfp4 --q8 --wgmma >"$OUT/check.txt" 2>&1
 echo "check rc=$?"
+timeout 60 build-alt/bpeek/strata bench indexer --check --ctx 512K,1M --batch 1 --rows 1 \
+	--fmt fp8,mxfp4 --q8 --wgmma >"$OUT/check_peek.txt" 2>&1
+echo "check peek rc=$?"
 grep -E "^(fp8|mxfp4) " "$OUT/check.txt" | awk '{print "check", $1, $3, $4, $5, $(NF-3)}' | tr '\n' ';'; echo
 CK_RUN_CASE=sampled timeout 150 build-gpu/tests/kernels_gpu_indexer >"$OUT/tcase_sampled.txt" 2>&1
 echo "tcase sampled rc=$?"; tail -2 "$OUT/tcase_sampled.txt"
