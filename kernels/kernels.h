@@ -318,14 +318,27 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * a cooperative launch (every CTA waits for its row's histogram, takes b* from the
  * last one to arrive and files its own scores), and a select kernel follows as its
  * programmatic dependent: no filter launch; if the GPU cannot hold the whole grid at
- * once, the filter runs as above.
+ * once, the filter runs as above. Where the rows may be 65,536 entries long or longer
+ * (and no p->cut_out is asked for, whose early cut needs the barrier), that tail takes
+ * no barrier: each scan CTA adds 4 scores of its first tile to a sample histogram, one
+ * more CTA a row turns the sample into a bound T (about 3 k of the row's scores or more
+ * lie above it), each CTA files its scores >= T into a list, and the select takes the top
+ * k of the list; exact, since k scores >= T put the k-th there too, and where the list
+ * holds fewer than k or overflows the select takes the top k of the whole row instead
+ * (slower, as exact). STRATA_IDX_SAMP=0 (for tests and A/Bs) keeps the barrier;
+ * STRATA_IDX_SAMP_MIN=n moves the 65,536; STRATA_IDX_SAMP_X=x sets the list's expected
+ * size, x k (default 3; 0: the bound of the sample's largest bucket, for tests, which
+ * mostly leaves the list short of k and drives the whole-row path);
+ * STRATA_IDX_SAMP_SLEEP=ns the sampling CTA's poll interval (default 500).
  * STRATA_IDX_TRACE=1 (a diagnostic) prints each call's timeline outside graph capture
  * to stderr, in us from the scan's first CTA, as the earliest / latest CTA's time at
  * each point: filter start, scan end, filter end, second-level cut, classification,
  * sort start and end, end, and inside the select its start and list reads, inside the
  * sort its counting, scan and scatter, when the scan's histogram flush was performed
  * (fenced in traced calls only), and inside the filter (or the fused scan's tail) its
- * cut found, its scores filed and its bins flushed; then ("idx-cta" lines) when the
+ * cut found, its scores filed and its bins flushed, and in a sampled tail the sampling
+ * CTA's start, its sample complete and its bound out ("agg0" - "agg2"), the sampled keys'
+ * adds ("sampw") and the list's length ("#list"); then ("idx-cta" lines) when the
  * scan CTAs' tile loops ended: percentiles, each SM's last end and the spread between
  * its first and last CTA, and the CTAs of the latest and earliest SMs in start order.
  * Such calls synchronise. STRATA_IDX_WAVE_TILES=n (for tests) lowers the tiles a CTA
