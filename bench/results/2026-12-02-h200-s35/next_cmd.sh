@@ -43,6 +43,10 @@ for f in fp8 mxfp4; do
 		--wgmma --reps 4 >"$OUT/trace_$f.txt" 2>&1
 	grep -E "idx-trace|idx-cta: [0-9]+ CTAs" "$OUT/trace_$f.txt" | tail -2
 done
+# the scan CTAs' spread with the pages scattered over the pool (is it the layout's?)
+STRATA_IDX_TRACE=1 timeout 30 $B bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 \
+	--wgmma --reps 4 --pages shuffled >"$OUT/trace_shuffled_fp8.txt" 2>&1
+grep -E "^fp8 |idx-cta: [0-9]+ CTAs|SMs" "$OUT/trace_shuffled_fp8.txt" | tail -3
 timeout 100 $B bench indexer --check --ctx 128K,512K,1M --batch 1,8 --rows 1 \
 	--fmt fp8,mxfp4 --q8 --wgmma >"$OUT/check.txt" 2>&1
 echo "check rc=$?"
