@@ -1060,7 +1060,7 @@ static void trace_ctas(const unsigned long long *r, unsigned long long t0)
 {
 	struct C {
 		double s, e;
-		int sm, y, tiles;
+		int sm, y, tiles, id;
 	};
 	static C c[IDX_TRACE_CTAS];
 	int n = 0, nsm = 0;
@@ -1073,6 +1073,7 @@ static void trace_ctas(const unsigned long long *r, unsigned long long t0)
 		c[n].sm = (int)q[2];
 		c[n].tiles = (int)(q[3] & 0xffffffffu);
 		c[n].y = (int)(q[3] >> 32);
+		c[n].id = i;
 		nsm = c[n].sm + 1 > nsm ? c[n].sm + 1 : nsm;
 		n++;
 	}
@@ -1110,6 +1111,62 @@ static void trace_ctas(const unsigned long long *r, unsigned long long t0)
 		"%.2f p100 %.2f; its first-to-last spread p0 %.2f p50 %.2f p100 %.2f\n",
 		k, cmin, cmax, tmin, tmax, lasts[0], lasts[at(k, 0.5)], lasts[k - 1], spread[0],
 		spread[at(k, 0.5)], spread[k - 1]);
+	/* the loop ends by the CTAs' tile counts (c is in end order), then each SM's last
+	 * end by its tile total: is the spread the tiles' or the SMs' service of them? */
+	if (tmax > 0)
+		fprintf(stderr, "idx-cta: ends by a CTA's tiles:");
+	for (int t = 1; t <= 64 && tmax > 0; t++) {
+		int m = 0, mid = -1, lastm = -1, ct = 0;
+		for (int i = 0; i < n; i++)
+			ct += c[i].tiles == t;
+		if (!ct)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (c[i].tiles == t) {
+				if (m == at(ct, 0.5))
+					mid = i;
+				lastm = i;
+				m++;
+			}
+		fprintf(stderr, " %d: %d CTAs p50 %.2f p100 %.2f;", t, ct, c[mid].e, c[lastm].e);
+	}
+	if (tmax > 0)
+		fprintf(stderr, "\nidx-cta: an SM's last end by its tiles:");
+	for (int t = tmin; tmax > 0 && t <= tmax && t - tmin < 64; t++) {
+		int m = 0;
+		double sum = 0, mx = 0;
+		for (int q = 0; q < nsm; q++)
+			if (cnt[q] && til[q] == t) {
+				sum += last[q];
+				mx = last[q] > mx ? last[q] : mx;
+				m++;
+			}
+		if (m)
+			fprintf(stderr, " %d: %d SMs mean %.2f max %.2f;", t, m, sum / m, mx);
+	}
+	if (tmax > 0)
+		fprintf(stderr, "\n");
+	/* the start-to-end correlation, and where the grid's first blocks ran */
+	double ms = 0, me = 0, sse = 0, sss = 0, see = 0;
+	for (int i = 0; i < n; i++)
+		ms += c[i].s / n, me += c[i].e / n;
+	for (int i = 0; i < n; i++) {
+		sse += (c[i].s - ms) * (c[i].e - me);
+		sss += (c[i].s - ms) * (c[i].s - ms);
+		see += (c[i].e - me) * (c[i].e - me);
+	}
+	static int smof[IDX_TRACE_CTAS];
+	int nb = 0;
+	for (int i = 0; i < IDX_TRACE_CTAS; i++)
+		smof[i] = -1;
+	for (int i = 0; i < n; i++)
+		smof[c[i].id] = c[i].sm;
+	fprintf(stderr, "idx-cta: start-end correlation %.2f; the first 24 records' SMs:",
+		sss > 0 && see > 0 ? sse / sqrt(sss * see) : 0.0);
+	for (int i = 0; i < IDX_TRACE_CTAS && nb < 24; i++)
+		if (smof[i] >= 0)
+			fprintf(stderr, " %d:%d", i, smof[i]), nb++;
+	fprintf(stderr, "\n");
 	/* the SMs of the latest and the earliest CTA: their CTAs' ends in start order */
 	const int pick[2] = { c[n - 1].sm, c[0].sm };
 	for (int j = 0; j < 2; j++) {

@@ -340,7 +340,9 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * CTA's start, its sample complete and its bound out ("agg0" - "agg2"), the sampled keys'
  * adds ("sampw") and the list's length ("#list"); then ("idx-cta" lines) when the
  * scan CTAs' tile loops ended: percentiles, each SM's last end and the spread between
- * its first and last CTA, and the CTAs of the latest and earliest SMs in start order.
+ * its first and last CTA, the ends by a CTA's tile count and by an SM's tile total, the
+ * correlation of the CTAs' starts and ends, the SMs of the first 24 CTAs recorded, and
+ * the CTAs of the latest and earliest SMs in start order.
  * Such calls synchronise. STRATA_IDX_WAVE_TILES=n (for tests) lowers the tiles a CTA
  * of one wave must hold before the wgmma MXFP4 batch scans (one or two rows a CTA)
  * launch more waves of CTAs (default 56; at most three waves). STRATA_IDX_RANGES=0, 1

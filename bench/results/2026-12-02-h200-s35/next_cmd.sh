@@ -41,7 +41,7 @@ done | tee "$OUT/ab.txt"
 for f in fp8 mxfp4; do
 	STRATA_IDX_TRACE=1 timeout 30 $B bench indexer --ctx 1M --batch 1 --rows 1 --fmt $f --q8 \
 		--wgmma --reps 4 >"$OUT/trace_$f.txt" 2>&1
-	grep -E "idx-trace|idx-cta: [0-9]+ CTAs" "$OUT/trace_$f.txt" | tail -2
+	grep -E "idx-trace|idx-cta: [0-9]+ CTAs|ends by|last end by|correlation" "$OUT/trace_$f.txt" | tail -5
 done
 # the scan CTAs' spread with the pages scattered over the pool (is it the layout's?)
 STRATA_IDX_TRACE=1 timeout 30 $B bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 \
