@@ -1579,6 +1579,11 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWgThreads, smem)) !=
 		    cudaSuccess)
 		return e;
+	if (a->fused == 2) { /* STRATA_IDX_SAMP_PER_SM (A/Bs): fewer of the sampled tail's CTAs an SM */
+		const char *cap = getenv("STRATA_IDX_SAMP_PER_SM");
+		const int c = cap && *cap ? atoi(cap) : 0;
+		per_sm = c > 0 && c < per_sm ? c : per_sm;
+	}
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
 	const long long nr = n_req > 0 ? n_req : 1;

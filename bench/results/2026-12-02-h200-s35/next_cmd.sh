@@ -35,6 +35,8 @@ for i in 1 2; do
 	pts "main r$i" 1M 1 1 fp8,mxfp4 build-alt/bmain/strata
 	pts "tree r$i" 1M 1 1 fp8,mxfp4
 	pts "peek r$i" 1M 1 1 fp8,mxfp4 build-alt/bpeek/strata
+	STRATA_IDX_SAMP_PER_SM=5 pts "ps5 r$i" 1M 1 1 fp8,mxfp4 # fewer scan CTAs an SM
+	STRATA_IDX_SAMP_PER_SM=4 pts "ps4 r$i" 1M 1 1 fp8,mxfp4
 	pts "main r$i" 128K,512K 8 1 fp8 build-alt/bmain/strata
 	pts "tree r$i" 128K,512K 8 1 fp8
 done | tee "$OUT/ab.txt"
@@ -47,6 +49,9 @@ done
 STRATA_IDX_TRACE=1 timeout 30 $B bench indexer --ctx 1M --batch 1 --rows 1 --fmt fp8 --q8 \
 	--wgmma --reps 4 --pages shuffled >"$OUT/trace_shuffled_fp8.txt" 2>&1
 grep -E "^fp8 |idx-cta: [0-9]+ CTAs|SMs" "$OUT/trace_shuffled_fp8.txt" | tail -3
+STRATA_IDX_SAMP_PER_SM=4 STRATA_IDX_TRACE=1 timeout 30 $B bench indexer --ctx 1M --batch 1 --rows 1 \
+	--fmt fp8 --q8 --wgmma --reps 4 >"$OUT/trace_ps4_fp8.txt" 2>&1
+grep -E "idx-cta: [0-9]+ CTAs|SMs|ends by" "$OUT/trace_ps4_fp8.txt" | tail -3
 timeout 100 $B bench indexer --check --ctx 128K,512K,1M --batch 1,8 --rows 1 \
 	--fmt fp8,mxfp4 --q8 --wgmma >"$OUT/check.txt" 2>&1
 echo "check rc=$?"
