@@ -1211,7 +1211,7 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 	trace_ctas(t + 2 * IDX_TRACE_N, t[0]);
 }
 
-/* The fused one-row tail (indexer_wgmma.cu): the sampled bound (samp_tail) where the
+/* The fused one-row tail (indexer_tail_int.h): the sampled bound (samp_tail) where the
  * rows may be STRATA_IDX_SAMP_MIN entries long or longer (65,536: s34 measured it slower
  * than the row barrier at 32,768), else the row barrier (scan_tail); STRATA_IDX_SAMP=0
  * the row barrier always, and with cut_out, whose early cut only the row barrier has.

@@ -83,7 +83,7 @@ typedef struct idx_wg_args {
 	int max_pages, lim_cap, topk;
 	unsigned long long *trace; /* IDX_TRACE_N timestamps, or null (run_indexer) */
 	int mx;                    /* MXFP4 keys (else FP8) */
-	/* the fused tail (indexer_wgmma.cu): asked for (1: scan_tail, the row's barrier;
+	/* the fused tail (indexer_tail_int.h): asked for (1: scan_tail, the row's barrier;
 	 * 2: samp_tail, a sampled bound); the filter's outputs */
 	int fused;
 	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */
@@ -452,7 +452,7 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
-			       * count above b* (indexer_wgmma.cu scan_tail), 3 spare */
+			       * count above b* (indexer_tail_int.h scan_tail), 3 spare */
 #define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 #define IDX_SAMP_KEYS 4       /* keys of its first tile each CTA of a sampled tail samples */
 #define IDX_SAMPW (32 + 4096)  /* per-row words: the bound (word 0), the sample (from

@@ -318,7 +318,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		idx_trace(a.trace, IDX_T_END);
 }
 
-/* The select after a sampled tail (indexer_wgmma.cu samp_tail): the top k of the row's
+/* The select after a sampled tail (indexer_tail_int.h samp_tail): the top k of the row's
  * candidate list, every key at or above the sample's bound T, where the list holds at
  * least k keys and all of them fit; else (a sample that missed, a crowd of equal scores)
  * the top k of every score of the row, by radix select (slower, as exact). The list's cut:
