@@ -896,6 +896,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 
 /* grid n_rows: the select after a fused scan (its programmatic dependent: the scan's
  * tail filed the lists) or after the filter (the phases benchmark aid). */
+template <int PER> /* ids a select thread sorts: one where k <= kFThreads (run_indexer) */
 __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
@@ -903,12 +904,13 @@ __global__ void __launch_bounds__(kFThreads) select_kernel(Args a)
 	if (threadIdx.x == 0)
 		idx_trace(a.trace, IDX_T_SELIN); /* resident: how early a rehearsal could start */
 	idx_pdl_wait();
-	select_row(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
+	select_row<PER>(a, (int)blockIdx.x, -1, false, 0, 0, sm, tmp);
 }
 
 /* grid n_rows: the select after a sampled tail (the scan's programmatic dependent; the
  * tail filed each row's list). Its own kernel: the select's time is mostly its code's
  * first fetch (bench/results/2026-11-30-h200-s13), so each kernel holds one path. */
+template <int PER> /* ids a select thread sorts: one where k <= kFThreads (run_indexer) */
 __global__ void __launch_bounds__(kFThreads) select_list_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
@@ -916,7 +918,7 @@ __global__ void __launch_bounds__(kFThreads) select_list_kernel(Args a)
 	if (threadIdx.x == 0)
 		idx_trace(a.trace, IDX_T_SELIN);
 	idx_pdl_wait();
-	select_list(a, (int)blockIdx.x, sm, tmp);
+	select_list<PER>(a, (int)blockIdx.x, sm, tmp);
 }
 
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */
@@ -1393,7 +1395,13 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	};
 	if (fused) {
 		a.sw = reinterpret_cast<uint32_t *>(sb + l.off_samp);
-		if (!launch(fused == 2 ? select_list_kernel : select_kernel, dim3((unsigned)p->n_rows),
+		/* the list's select with one id a thread to sort where k allows (its code
+		 * executed once, cold: each unrolled copy is fetched, s13) */
+		constexpr int kPer = STRATA_INDEXER_MAX_TOPK / kFThreads;
+		const bool one = p->topk <= kFThreads;
+		auto kern = fused == 2 ? (one ? select_list_kernel<1> : select_list_kernel<kPer>)
+				       : (one ? select_kernel<1> : select_kernel<kPer>);
+		if (!launch(kern, dim3((unsigned)p->n_rows),
 			    !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: select launch");
 			return err ? err : STRATA_E_CUDA;
@@ -1421,7 +1429,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			return err;
 	}
 	cudaEventRecord(ev[3], st);
-	select_kernel<<<p->n_rows, kFThreads, 0, st>>>(a);
+	select_kernel<STRATA_INDEXER_MAX_TOPK / kFThreads><<<p->n_rows, kFThreads, 0, st>>>(a);
 	err = strata_dev_check(dev, "indexer: select");
 	cudaEventRecord(ev[4], st);
 	return err;

@@ -75,9 +75,10 @@ __device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *pre
  * (2048 buckets, positions by a block scan) then, inside each bucket, rank by counting
  * the bucket's smaller ids: a few barriers instead of a bitonic network's 45, and a
  * bucket spans at most max(1, L / 2048) ids, which bounds the counting loop. */
+template <int PER = STRATA_INDEXER_MAX_TOPK / kFThreads> /* ids a thread: k <= PER kFThreads */
 __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::TempStorage &tmp)
 {
-	constexpr int NB = 2048, PER = STRATA_INDEXER_MAX_TOPK / kFThreads;
+	constexpr int NB = 2048;
 	static_assert(NB * 8 <= (int)sizeof(sm.u), "bucket starts and ids share sm.u");
 	static_assert(NB == kFThreads * 4, "4 buckets per thread");
 	const int k = a.topk, tid = threadIdx.x;
@@ -164,10 +165,10 @@ __device__ void clear_row(const Args &a, int row);
  * scan's histogram). Needs the filter's outputs (sel, cand, hist2, count) complete;
  * leaves the row's counters zero. Every read of the lists and counters is issued before
  * the first barrier, so they share one trip to L2. */
+template <int PER = STRATA_INDEXER_MAX_TOPK / kFThreads> /* k <= PER kFThreads */
 __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bstar,
 			   uint32_t above1, SelSmem &sm, FScan::TempStorage &tmp)
 {
-	constexpr int PER = STRATA_INDEXER_MAX_TOPK / kFThreads;
 	const int k = a.topk, tid = threadIdx.x;
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SEL0);
@@ -311,7 +312,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT0);
-	sort_emit(a, row, L, sm, tmp);
+	sort_emit<PER>(a, row, L, sm, tmp);
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT1);
 	if (tid == 0)
@@ -328,6 +329,7 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
  * registers. Writes the ids in ascending order and leaves the row's count slots and
  * bound zero. */
 constexpr int kLReg = 8;
+template <int PER = STRATA_INDEXER_MAX_TOPK / kFThreads> /* sort_emit's; k <= PER kFThreads */
 __device__ void select_list(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
 {
 	const int k = a.topk, tid = threadIdx.x;
@@ -484,7 +486,7 @@ __device__ void select_list(const Args &a, int row, SelSmem &sm, FScan::TempStor
 	__syncthreads();
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_SORT0);
-	sort_emit(a, row, L, sm, tmp);
+	sort_emit<PER>(a, row, L, sm, tmp);
 	if (tid < IDX_CNT) /* zero at rest again: every read of them is done */
 		a.count[(size_t)row * IDX_CNT + tid] = 0;
 	if (tid == 0) {

@@ -1132,6 +1132,12 @@ static int wg_ranges(const idx_wg_args *a)
 	return !a->mx && a->rows >= 2 ? 2 : 0;
 }
 
+/* The sampled tail's scan CTAs an SM at most (more where a row's scores need them):
+ * FP8 1M batch 1 19.8 us at 4 against 20.5 at 5 and 20.8 - 20.9 at 6, as many as fit
+ * (bench/results/2026-12-02-h200-s36, run 1); the MXFP4 scan fits 4 anyway. Fewer CTAs
+ * score more tiles each; the sample, its bound and the list come from fewer of them. */
+constexpr int kSampPerSm = 4;
+
 /* As many CTAs per request as the GPU holds at once, split over the requests (*gx a
  * request), times up to max_waves waves (kRsWaves). With a->fused asked for, the tail
  * runs where one wave's CTAs each hold at most kHold * 128 scores (*fuse says whether
@@ -1147,14 +1153,21 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWgThreads, smem)) !=
 		    cudaSuccess)
 		return e;
-	if (a->fused == 2) { /* STRATA_IDX_SAMP_PER_SM (A/Bs): fewer of the sampled tail's CTAs an SM */
-		const char *cap = getenv("STRATA_IDX_SAMP_PER_SM");
-		const int c = cap && *cap ? atoi(cap) : 0;
+	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
+	const long long nr = n_req > 0 ? n_req : 1;
+	if (a->fused == 2) { /* the sampled tail: at most kSampPerSm scan CTAs an SM */
+		const char *cap = getenv("STRATA_IDX_SAMP_PER_SM"); /* A/Bs; 0: as many as fit */
+		int c = cap && *cap ? atoi(cap) : kSampPerSm;
+		const long long sms = nsm > 0 ? nsm : 1;
+		auto holds = [&](int n) { /* n CTAs an SM hold a row's scores (kHold a thread) */
+			const long long f = sms * n / nr - 1;
+			return f >= 1 && (tiles + f - 1) / f * kTile <= kHold * kWgThreads;
+		};
+		while (c > 0 && c < per_sm && !holds(c))
+			c++;
 		per_sm = c > 0 && c < per_sm ? c : per_sm;
 	}
 	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
-	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
-	const long long nr = n_req > 0 ? n_req : 1;
 	long long gx = slots / nr, waves = 1;
 	if (max_waves > 1 && gx > 0) {
 		waves = (tiles + gx - 1) / gx / wave_tiles(); /* a one-wave CTA's tiles */
