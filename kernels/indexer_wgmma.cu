@@ -1132,11 +1132,14 @@ static int wg_ranges(const idx_wg_args *a)
 	return !a->mx && a->rows >= 2 ? 2 : 0;
 }
 
-/* The sampled tail's scan CTAs an SM at most (more where a row's scores need them):
- * FP8 1M batch 1 19.8 us at 4 against 20.5 at 5 and 20.8 - 20.9 at 6, as many as fit
- * (bench/results/2026-12-02-h200-s36, run 1); the MXFP4 scan fits 4 anyway. Fewer CTAs
- * score more tiles each; the sample, its bound and the list come from fewer of them. */
-constexpr int kSampPerSm = 4;
+/* The sampled tail's scan CTAs an SM at most, more where a row's scores need them (kHold
+ * a thread: 2 an SM up to 512K tokens, 131,072 entries; 4 at 1M). Fewer CTAs score more
+ * tiles each, and the sample, its bound and the list come from fewer of them: FP8 batch
+ * 1 at 1M 19.3 - 19.4 us at 4 against 20.6 - 21.0 at 6 (as many as fit) and 19.7 - 20.0
+ * at 5; at 256K 14.0 - 14.1 at 2 against 15.1 - 15.2 at 4, 512K 15.8 - 15.9 against
+ * 16.4; MXFP4 (4 fit) 256K 13.8 against 15.2, 512K 15.9 against 16.6
+ * (bench/results/2026-12-02-h200-s36). */
+constexpr int kSampPerSm = 2;
 
 /* As many CTAs per request as the GPU holds at once, split over the requests (*gx a
  * request), times up to max_waves waves (kRsWaves). With a->fused asked for, the tail

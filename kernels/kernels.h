@@ -330,9 +330,9 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * size, x k (default 3; 0: the bound of the sample's largest bucket, for tests, which
  * mostly leaves the list short of k and drives the whole-row path);
  * STRATA_IDX_SAMP_SLEEP=ns the sampling CTA's poll interval (default 500);
- * that scan runs at most 4 CTAs an SM (fewer CTAs, more tiles each: faster with FP8 keys;
- * more where a row's scores need them); STRATA_IDX_SAMP_PER_SM=n (for A/Bs) sets that
- * cap, 0 as many as fit.
+ * that scan runs at most 2 CTAs an SM, more where a row's scores need them (4 at
+ * 262,144 entries; fewer CTAs, more tiles each: faster); STRATA_IDX_SAMP_PER_SM=n (for
+ * A/Bs) sets that cap, 0 as many as fit.
  * STRATA_IDX_TRACE=1 (a diagnostic) prints each call's timeline outside graph capture
  * to stderr, in us from the scan's first CTA, as the earliest / latest CTA's time at
  * each point: filter start, scan end, filter end, second-level cut, classification,
