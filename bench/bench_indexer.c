@@ -245,7 +245,7 @@ static void sort_by_id(int32_t *ids, float *sc, int n)
 static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int pages_per_slot,
 		     int row, int req, int lim, const uint16_t *hq, const uint8_t *hq8,
 		     const float *hw, const int32_t *gids, const float *gsc, int wg,
-		     const int32_t *nids, const float *nsc)
+		     const int32_t *nids, const float *nsc, int threaded)
 {
 	int k = gp->topk, ppr = (lim + gp->B - 1) / gp->B;
 	int32_t *pt = malloc(sizeof(int32_t) * (size_t)(ppr ? ppr : 1));
@@ -270,6 +270,7 @@ static int check_row(const strata_indexer_params *gp, const uint8_t *hpages, int
 	c.out_scores = sc;
 	c.scratch = NULL;
 	c.scratch_bytes = 0;
+	c.cpu_threads = threaded ? 1 : 0; /* rows side by side: one thread each */
 	int ok = 0;
 	if (strata_k_indexer_cpu(&c) == 0) {
 		ok = sel_agree(k, lim, ids, sc, gids, gsc, wg ? 2e-3f : 2e-5f);
@@ -296,7 +297,8 @@ typedef struct check_job {
 	const int *rows;
 	int *ok;
 	int n;
-	int next; /* the next index to take (under mu) */
+	int next;    /* the next index to take (under mu) */
+	int threads; /* check_rows_run's */
 	pthread_mutex_t mu;
 } check_job;
 
@@ -314,7 +316,7 @@ static void *check_worker(void *arg)
 				     j->hq8, j->hw, j->gids + (size_t)r * j->K,
 				     j->gsc + (size_t)r * j->K, j->wg,
 				     j->nids ? j->nids + (size_t)i * j->K : NULL,
-				     j->nsc ? j->nsc + (size_t)i * j->K : NULL);
+				     j->nsc ? j->nsc + (size_t)i * j->K : NULL, j->threads > 1);
 	}
 }
 
@@ -329,6 +331,7 @@ static void check_rows_run(check_job *j, int threads)
 	threads = threads > j->n ? j->n : threads;
 	pthread_mutex_init(&j->mu, NULL);
 	j->next = 0;
+	j->threads = threads;
 	for (int t = 1; t < threads; t++)
 		if (!pthread_create(&tid[started], NULL, check_worker, j))
 			started++;

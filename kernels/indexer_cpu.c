@@ -5,14 +5,18 @@
  * without a GPU, so it is written to be exact and reasonably fast: each key is
  * dequantised once per request and scored for all of the request's rows; selection
  * is a quickselect over unique 64-bit keys (score order, then lower id), O(n) per row,
- * followed by a sort of the k winners by id.
+ * followed by a sort of the k winners by id. A long request's keys are scored by up to
+ * kMaxThreads threads, each a contiguous range of them (cpu_threads); every score is
+ * the same code's, whichever thread runs it, so the results do not depend on the split.
  */
 #include "kernels/indexer_int.h"
 #include "kernels/prestage_int.h"
 #include "kernels_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int idx_check_params(const strata_indexer_params *p)
 {
@@ -299,6 +303,99 @@ static int check_request(const strata_indexer_params *p, int req)
 	return 0;
 }
 
+/* One thread's share of a request's scoring: keys [j0, j1) for every row r0 .. r0+nr-1
+ * whose limit exceeds them and k. */
+typedef struct score_part {
+	const strata_indexer_params *p;
+	const float *qf; /* the request's queries as floats, [row][head][128] */
+	float *scores;   /* [rows][lim_all] */
+	size_t lim_all;
+	int req, r0, nr, j0, j1;
+	int err;
+} score_part;
+
+static void score_keys(score_part *sp)
+{
+	const strata_indexer_params *p = sp->p;
+	const size_t eb = strata_index_entry_bytes(p->fmt), page_bytes = (size_t)p->B * eb;
+	float kv[IDX_DIM];
+	for (int j = sp->j0; j < sp->j1; j++) {
+		int32_t page = p->page_table[(size_t)sp->req * p->max_pages + j / p->B];
+		if (page < 0) {
+			sp->err = -EINVAL;
+			return;
+		}
+		float ks;
+		idx_key_dequant(p->fmt, p->pages + (size_t)page * page_bytes, p->B, j % p->B, kv, &ks);
+		for (int i = 0; i < sp->nr; i++) {
+			int lim = p->row_limit[sp->r0 + i];
+			if (lim <= p->topk || j >= lim)
+				continue;
+			const float *w = p->w + (size_t)(sp->r0 + i) * p->heads;
+			const float *qr = sp->qf + (size_t)i * p->heads * IDX_DIM;
+			float acc = 0.0f;
+			for (int h = 0; h < p->heads; h++) {
+				float z = dot128(qr + (size_t)h * IDX_DIM, kv);
+				acc += w[h] * (z > 0.0f ? z : 0.0f);
+			}
+			sp->scores[(size_t)(sp->r0 + i) * sp->lim_all + j] = acc * ks;
+		}
+	}
+}
+
+static void *score_thread(void *arg)
+{
+	score_keys(arg);
+	return NULL;
+}
+
+enum { kMaxThreads = 16, kKeysPerThread = 8192 };
+
+/* Threads for n keys: p->cpu_threads, else STRATA_CPU_THREADS, else the online CPUs (1:
+ * the caller's thread only), at most kMaxThreads and one per kKeysPerThread keys. */
+static int cpu_threads(const strata_indexer_params *p, int n)
+{
+	long t = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *e = getenv("STRATA_CPU_THREADS");
+	if (p->cpu_threads > 0)
+		t = p->cpu_threads;
+	else if (e && *e && atoi(e) > 0)
+		t = atoi(e);
+	if (t > kMaxThreads)
+		t = kMaxThreads;
+	if (t > n / kKeysPerThread)
+		t = n / kKeysPerThread;
+	return t < 1 ? 1 : (int)t;
+}
+
+/* Scores keys [0, n) of a request, split over cpu_threads(n) threads (the last range in
+ * the caller's, and in the caller's too any range whose thread could not start). */
+static int score_request(score_part base, int n)
+{
+	score_part part[kMaxThreads];
+	pthread_t th[kMaxThreads];
+	const int parts = cpu_threads(base.p, n);
+	unsigned started = 0;
+	for (int i = 0; i < parts; i++) {
+		part[i] = base;
+		part[i].j0 = (int)((int64_t)n * i / parts);
+		part[i].j1 = (int)((int64_t)n * (i + 1) / parts);
+		part[i].err = 0;
+		if (i + 1 < parts && pthread_create(&th[i], NULL, score_thread, &part[i]) == 0)
+			started |= 1u << i;
+		else
+			score_keys(&part[i]);
+	}
+	int err = 0;
+	for (int i = 0; i < parts; i++) {
+		if (started >> i & 1)
+			pthread_join(th[i], NULL);
+		if (part[i].err && !err)
+			err = part[i].err;
+	}
+	return err;
+}
+
 int strata_k_indexer_cpu(const strata_indexer_params *p)
 {
 	int err = idx_check_params(p);
@@ -322,10 +419,8 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 	size_t lim_all = (size_t)p->max_limit;
 	float *scores = mem; /* [rows][max_limit] */
 	uint64_t *keys = (uint64_t *)(((uintptr_t)(scores + lim_all * cpu_rows(p)) + 7) & ~(uintptr_t)7);
-	size_t eb = strata_index_entry_bytes(p->fmt), page_bytes = (size_t)p->B * eb;
 	/* the request's queries as floats, [row][head][128] (at most 256 KiB) */
 	float *qf = malloc(sizeof(float) * (size_t)p->max_rows * p->heads * IDX_DIM);
-	float kv[IDX_DIM];
 	if (!qf) {
 		free(own);
 		return -ENOMEM;
@@ -347,29 +442,10 @@ int strata_k_indexer_cpu(const strata_indexer_params *p)
 			qf[e] = p->q8 ? codec_e4m3_decode(p->q8[at]) : codec_bf16_decode(p->q[at]);
 		}
 		/* each key is dequantised once and scored for every row of the request */
-		for (int j = 0; j < maxlim; j++) {
-			int32_t page = p->page_table[(size_t)req * p->max_pages + j / p->B];
-			if (page < 0) {
-				err = -EINVAL;
-				goto out;
-			}
-			float ks;
-			idx_key_dequant(p->fmt, p->pages + (size_t)page * page_bytes, p->B, j % p->B,
-					kv, &ks);
-			for (int i = 0; i < nr; i++) {
-				int lim = p->row_limit[r0 + i];
-				if (lim <= p->topk || j >= lim)
-					continue;
-				const float *w = p->w + (size_t)(r0 + i) * p->heads;
-				const float *qr = qf + (size_t)i * p->heads * IDX_DIM;
-				float acc = 0.0f;
-				for (int h = 0; h < p->heads; h++) {
-					float z = dot128(qr + (size_t)h * IDX_DIM, kv);
-					acc += w[h] * (z > 0.0f ? z : 0.0f);
-				}
-				scores[(size_t)(r0 + i) * lim_all + j] = acc * ks;
-			}
-		}
+		const score_part base = { .p = p, .qf = qf, .scores = scores, .lim_all = lim_all,
+					  .req = req, .r0 = r0, .nr = nr };
+		if ((err = score_request(base, maxlim)))
+			goto out;
 		for (int i = 0; i < nr; i++) {
 			int lim = p->row_limit[r0 + i];
 			if (lim > p->topk)

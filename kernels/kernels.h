@@ -293,6 +293,10 @@ typedef struct strata_indexer_params {
 	 * the call has ended: read stage_map after the call (later on its stream, or
 	 * after an event recorded behind it), not while it runs. */
 	const struct strata_attn_prestage_params *stage;
+	/* CPU twin: the threads it scores a request's keys with; 0 the default
+	 * (STRATA_CPU_THREADS, else the online CPUs; at most 16, one per 8,192 keys). A
+	 * caller that runs calls side by side on its own threads sets 1. GPU: ignored. */
+	int cpu_threads;
 } strata_indexer_params;
 
 /* The indexer's score buckets (2048): the top 11 bits of the score's fp16 (round to
@@ -358,7 +362,9 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * (default: TMA for two and four rows a CTA, cp.async for one). */
 int strata_k_indexer(strata_dev *dev, const strata_indexer_params *p, strata_stream *s);
 /* The CPU twin. Uses p->scratch when it is at least strata_k_indexer_scratch(NULL, p)
- * bytes of host memory, else allocates its own. */
+ * bytes of host memory, else allocates its own. A request's keys are scored by up to 16
+ * threads (p->cpu_threads), each a contiguous range of keys; the results are the same
+ * for any count. */
 int strata_k_indexer_cpu(const strata_indexer_params *p);
 /* The staging CTAs per row that a strata_k_indexer call with p's shapes (n_rows,
  * n_req, topk, max_limit; p->stage set, its max_ctas honoured, its pointers not

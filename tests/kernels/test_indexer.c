@@ -192,6 +192,73 @@ START_TEST(fp8_queries)
 }
 END_TEST
 
+/* The twin's scoring split over threads (STRATA_CPU_THREADS 1 and 3, p->cpu_threads 7):
+ * every row's scores, ids and top-k scores are bit-identical for each count (ragged key
+ * ranges over pages of 64 entries, two rows of different limits) and match the double
+ * reference; a bad page in the last range is an error with any count. */
+START_TEST(threads)
+{
+	int rows = 2, lim[2] = { 60000, 50001 };
+	for (int f = 0; f < 2; f++) {
+		td t;
+		td_make(&t, (strata_index_fmt)f, 8, 512, 1, &rows, lim, 64, 70 + f, TD_CLUSTERED);
+		const size_t n = strata_k_indexer_scratch(NULL, &t.p), k = (size_t)2 * t.p.topk;
+		t.p.scratch = malloc(n);
+		t.p.scratch_bytes = n;
+		ck_assert_ptr_nonnull(t.p.scratch);
+		const float *sc = NULL;
+		size_t stride = 0;
+		float *sc1 = malloc(sizeof(float) * 2 * 60000);
+		int32_t *ids1 = malloc(sizeof(int32_t) * k);
+		float *top1 = malloc(sizeof(float) * k);
+		static const char *counts[3] = { "1", "3", "7" };
+		for (int c = 0; c < 3; c++) {
+			setenv("STRATA_CPU_THREADS", counts[c < 2 ? c : 0], 1);
+			t.p.cpu_threads = c < 2 ? 0 : 7; /* the field over the variable */
+			if (c == 0) {
+				run_and_check(&t, 0); /* against the double reference */
+			} else {
+				memset(t.ids, 0x55, sizeof(int32_t) * k);
+				memset(t.p.scratch, 0x55, n);
+				ck_assert_int_eq(strata_k_indexer_cpu(&t.p), 0);
+			}
+			ck_assert_int_eq(strata_k_indexer_scores(NULL, &t.p, &sc, &stride), 0);
+			for (int r = 0; r < 2; r++) {
+				if (c == 0)
+					memcpy(sc1 + (size_t)r * 60000, sc + r * stride, sizeof(float) * lim[r]);
+				else
+					ck_assert_msg(!memcmp(sc1 + (size_t)r * 60000, sc + r * stride,
+							      sizeof(float) * lim[r]),
+						      "row %d: scores differ at %s threads", r, counts[c]);
+			}
+			if (c == 0) {
+				memcpy(ids1, t.ids, sizeof(int32_t) * k);
+				memcpy(top1, t.scores, sizeof(float) * k);
+			} else {
+				ck_assert(!memcmp(ids1, t.ids, sizeof(int32_t) * k));
+				ck_assert(!memcmp(top1, t.scores, sizeof(float) * k));
+			}
+		}
+		const int32_t last = t.pt[(60000 - 1) / 64];
+		t.pt[(60000 - 1) / 64] = -1; /* the last page: the last thread's range */
+		for (int c = 0; c < 3; c++) {
+			setenv("STRATA_CPU_THREADS", counts[c < 2 ? c : 0], 1);
+			t.p.cpu_threads = c < 2 ? 0 : 7;
+			ck_assert_int_eq(strata_k_indexer_cpu(&t.p), -EINVAL);
+		}
+		t.p.cpu_threads = 0;
+		t.pt[(60000 - 1) / 64] = last;
+		unsetenv("STRATA_CPU_THREADS");
+		free(sc1);
+		free(ids1);
+		free(top1);
+		free(t.p.scratch);
+		t.p.scratch = NULL;
+		td_free(&t);
+	}
+}
+END_TEST
+
 START_TEST(scratch_and_errors)
 {
 	int rows = 2, lim[2] = { 900, 700 };
@@ -390,6 +457,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, adversarial_ties);
 	tcase_add_test(tc, random_batches);
 	tcase_add_test(tc, scratch_and_errors);
+	tcase_add_test(tc, threads);
 	tcase_add_test(tc, fp8_queries);
 	tcase_add_test(tc, gpu_register_layout);
 	tcase_add_test(tc, ordering_keys);
