@@ -201,7 +201,7 @@ START_TEST(threads)
 	int rows = 2, lim[2] = { 60000, 50001 };
 	for (int f = 0; f < 2; f++) {
 		td t;
-		td_make(&t, (strata_index_fmt)f, 8, 512, 1, &rows, lim, 64, 70 + f, TD_CLUSTERED);
+		td_make(&t, (strata_index_fmt)f, 2, 512, 1, &rows, lim, 64, 70 + f, TD_CLUSTERED);
 		const size_t n = strata_k_indexer_scratch(NULL, &t.p), k = (size_t)2 * t.p.topk;
 		t.p.scratch = malloc(n);
 		t.p.scratch_bytes = n;
