@@ -1157,20 +1157,18 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 		    cudaSuccess)
 		return e;
 	const long long tiles = ((long long)max_limit + kTile - 1) / kTile;
-	const long long nr = n_req > 0 ? n_req : 1;
+	const long long nr = n_req > 0 ? n_req : 1, sms = nsm > 0 ? nsm : 1;
+	auto holds = [&](long long f) { /* f CTAs a row hold its scores (kHold a thread) */
+		return f >= 1 && (tiles + f - 1) / f * kTile <= kHold * kWgThreads;
+	};
 	if (a->fused == 2) { /* the sampled tail: at most kSampPerSm scan CTAs an SM */
 		const char *cap = getenv("STRATA_IDX_SAMP_PER_SM"); /* A/Bs; 0: as many as fit */
 		int c = cap && *cap ? atoi(cap) : kSampPerSm;
-		const long long sms = nsm > 0 ? nsm : 1;
-		auto holds = [&](int n) { /* n CTAs an SM hold a row's scores (kHold a thread) */
-			const long long f = sms * n / nr - 1;
-			return f >= 1 && (tiles + f - 1) / f * kTile <= kHold * kWgThreads;
-		};
-		while (c > 0 && c < per_sm && !holds(c))
+		while (c > 0 && c < per_sm && !holds(sms * c / nr - 1)) /* one a row samples */
 			c++;
 		per_sm = c > 0 && c < per_sm ? c : per_sm;
 	}
-	const long long slots = (long long)(nsm > 0 ? nsm : 1) * (per_sm > 0 ? per_sm : 1);
+	const long long slots = sms * (per_sm > 0 ? per_sm : 1);
 	long long gx = slots / nr, waves = 1;
 	if (max_waves > 1 && gx > 0) {
 		waves = (tiles + gx - 1) / gx / wave_tiles(); /* a one-wave CTA's tiles */
@@ -1183,8 +1181,7 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	/* the sampled tail: one CTA a row fewer scans, for the row's sampling CTA */
 	long long fx = a->fused == 2 ? slots / nr - 1 : gx;
 	fx = fx > tiles ? tiles : fx;
-	*fuse = a->fused && waves == 1 && a->rows == 1 && fx >= 1 &&
-			(tiles + fx - 1) / fx * kTile <= kHold * kWgThreads && fx <= IDX_FLAGS &&
+	*fuse = a->fused && waves == 1 && a->rows == 1 && holds(fx) && fx <= IDX_FLAGS &&
 			(a->fused != 2 || fx * IDX_SAMP_KEYS <= kSampWords)
 		? a->fused
 		: 0;
