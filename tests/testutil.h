@@ -17,12 +17,18 @@
 #define TEST_EXIT_SKIP 77
 
 /* splitmix64: a tiny seeded generator, identical on every machine. */
+#define TU_STEP 0x9e3779b97f4a7c15ull /* tu_next's state increment */
 static inline uint64_t tu_next(uint64_t *s)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	uint64_t z = (*s += TU_STEP);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+/* The state n calls of tu_next later: streams can be split without changing them. */
+static inline uint64_t tu_skip(uint64_t s, uint64_t n)
+{
+	return s + n * TU_STEP;
 }
 /* Uniform in [-1, 1). */
 static inline float tu_uniform(uint64_t *s)

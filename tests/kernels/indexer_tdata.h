@@ -136,6 +136,33 @@ static void td_encode_part(void *ctx, int part, int64_t i0, int64_t i1)
 			      (int)(slot % B));
 }
 
+/* td_make's keys of slots [i0, i1) (t->keys): 128 draws a slot from one stream, slot s
+ * starting 128 s draws after rng, so the keys are the same however the slots are split. */
+typedef struct td_gen_ctx {
+	td *t;
+	enum td_mode mode;
+	uint64_t rng;
+	const float (*centres)[128];
+} td_gen_ctx;
+static void td_gen_part(void *ctx, int part, int64_t i0, int64_t i1)
+{
+	const td_gen_ctx *g = ctx;
+	(void)part;
+	uint64_t rng = tu_skip(g->rng, (uint64_t)i0 * 128);
+	for (int64_t slot = i0; slot < i1; slot++) {
+		float *x = g->t->keys + slot * 128;
+		for (int d = 0; d < 128; d++) {
+			float u = tu_uniform(&rng);
+			switch (g->mode) {
+			case TD_EQUAL: x[d] = (d % 7) * 0.25f - 0.7f; break;
+			case TD_NEGATIVE: x[d] = -0.1f - fabsf(u); break;
+			case TD_CLUSTERED: x[d] = g->centres[slot % 4][d] + u * 0.02f; break;
+			default: x[d] = u * (1.0f + (float)(slot % 5)); break;
+			}
+		}
+	}
+}
+
 /* rows_of[i]: rows of request i; lim: one limit per row (in row order). */
 static void td_make(td *t, strata_index_fmt fmt, int heads, int topk, int n_req,
 		    const int *rows_of, const int *lim, int B, uint64_t seed, enum td_mode mode)
@@ -178,21 +205,13 @@ static void td_make(td *t, strata_index_fmt fmt, int heads, int topk, int n_req,
 	for (int c = 0; c < 4; c++)
 		for (int d = 0; d < 128; d++)
 			centres[c][d] = tu_uniform(&rng) * 2.0f;
-	for (int64_t slot = 0; slot < (int64_t)t->n_pages * B; slot++) {
-		float *x = t->keys + slot * 128;
-		for (int d = 0; d < 128; d++) {
-			float u = tu_uniform(&rng);
-			switch (mode) {
-			case TD_EQUAL: x[d] = (d % 7) * 0.25f - 0.7f; break;
-			case TD_NEGATIVE: x[d] = -0.1f - fabsf(u); break;
-			case TD_CLUSTERED: x[d] = centres[slot % 4][d] + u * 0.02f; break;
-			default: x[d] = u * (1.0f + (float)(slot % 5)); break;
-			}
-		}
-	}
+	const int64_t slots = (int64_t)t->n_pages * B;
+	td_gen_ctx gen = { t, mode, rng, centres };
+	td_split(slots, 8192, td_gen_part, &gen);
+	rng = tu_skip(rng, (uint64_t)slots * 128);
 	t->p.fmt = fmt;
 	t->p.B = B;
-	td_split((int64_t)t->n_pages * B, 8192, td_encode_part, t); /* each slot its own bytes */
+	td_split(slots, 8192, td_encode_part, t); /* each slot its own bytes */
 	for (int r = 0; r < n_rows; r++) {
 		for (int h = 0; h < heads; h++) {
 			float wv = 0.05f + 0.5f * fabsf(tu_uniform(&rng));
