@@ -5,6 +5,7 @@
 # --check with STRATA_IDX_SAMP_MIN=0 at those points; then the GPU tests run 1 did not
 # finish: the `gpu` tcase beside the other GPU tests (ctest -j3).
 set -u
+DL=${DL:-590} # the seconds this call may take
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
@@ -29,9 +30,9 @@ STRATA_IDX_SAMP_MIN=0 timeout 120 $B bench indexer --check --ctx 32K,128K --batc
 echo "check SAMP_MIN 0 rc=$? $SECONDS s"
 grep -E "^(fp8|mxfp4) " "$OUT/check.txt" | awk '{print $(NF-3)}' | sort | uniq -c
 s=$SECONDS
-(CK_RUN_CASE=gpu timeout $((590 - SECONDS)) build-gpu/tests/kernels_gpu_indexer >"$OUT/tcase_gpu.txt" 2>&1
+(CK_RUN_CASE=gpu timeout $((DL - SECONDS)) build-gpu/tests/kernels_gpu_indexer >"$OUT/tcase_gpu.txt" 2>&1
 	echo "tcase gpu rc=$? $((SECONDS - s)) s") &
-timeout $((585 - SECONDS)) ctest --test-dir build-gpu -j3 -L gpu -E kernels_gpu_indexer >"$OUT/ctest_gpu.txt" 2>&1
+timeout $((DL - 5 - SECONDS)) ctest --test-dir build-gpu -j3 -L gpu -E kernels_gpu_indexer >"$OUT/ctest_gpu.txt" 2>&1
 echo "ctest -L gpu (the others) rc=$? $((SECONDS - s)) s"; grep -E "tests passed|Failed|Timeout" "$OUT/ctest_gpu.txt"
 wait
 tail -2 "$OUT/tcase_gpu.txt"
