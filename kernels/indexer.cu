@@ -1214,8 +1214,9 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 }
 
 /* The fused one-row tail (indexer_tail_int.h): the sampled bound (samp_tail) where the
- * rows may be STRATA_IDX_SAMP_MIN entries long or longer (65,536: s34 measured it slower
- * than the row barrier at 32,768), else the row barrier (scan_tail); STRATA_IDX_SAMP=0
+ * rows may be STRATA_IDX_SAMP_MIN entries long or longer (32,768: s37 measured it faster
+ * than the row barrier there at batch 1 and 8, as fast at 32 and 64, and slower at 8,192
+ * entries at batch 1 and 32), else the row barrier (scan_tail); STRATA_IDX_SAMP=0
  * the row barrier always, and with cut_out, whose early cut only the row barrier has.
  * STRATA_IDX_SAMP_X: the list's expected size in units of k (3; tests set 0, a
  * sample's largest bucket, to drive the select's path for a list too short);
@@ -1228,7 +1229,7 @@ static int samp_env(const char *name, int dflt)
 }
 static int samp_on(int lim_cap)
 {
-	return samp_env("STRATA_IDX_SAMP", 1) != 0 && lim_cap >= samp_env("STRATA_IDX_SAMP_MIN", 65536);
+	return samp_env("STRATA_IDX_SAMP", 1) != 0 && lim_cap >= samp_env("STRATA_IDX_SAMP_MIN", 32768);
 }
 static int samp_x(void)
 {

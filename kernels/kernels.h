@@ -322,7 +322,7 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * a cooperative launch (every CTA waits for its row's histogram, takes b* from the
  * last one to arrive and files its own scores), and a select kernel follows as its
  * programmatic dependent: no filter launch; if the GPU cannot hold the whole grid at
- * once, the filter runs as above. Where the rows may be 65,536 entries long or longer
+ * once, the filter runs as above. Where the rows may be 32,768 entries long or longer
  * (and no p->cut_out is asked for, whose early cut needs the barrier), that tail takes
  * no barrier: each scan CTA adds 4 scores of its first tile to a sample histogram, one
  * more CTA a row turns the sample into a bound T (about 3 k of the row's scores or more
@@ -330,7 +330,7 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * k of the list; exact, since k scores >= T put the k-th there too, and where the list
  * holds fewer than k or overflows the select takes the top k of the whole row instead
  * (slower, as exact). STRATA_IDX_SAMP=0 (for tests and A/Bs) keeps the barrier;
- * STRATA_IDX_SAMP_MIN=n moves the 65,536; STRATA_IDX_SAMP_X=x sets the list's expected
+ * STRATA_IDX_SAMP_MIN=n moves the 32,768; STRATA_IDX_SAMP_X=x sets the list's expected
  * size, x k (default 3; 0: the bound of the sample's largest bucket, for tests, which
  * mostly leaves the list short of k and drives the whole-row path);
  * STRATA_IDX_SAMP_SLEEP=ns the sampling CTA's poll interval (default 500);

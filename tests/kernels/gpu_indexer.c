@@ -620,7 +620,7 @@ END_TEST
  * (STRATA_IDX_SAMP_X=0: the bound is the lower edge of the sample's largest bucket, so
  * the select takes the top k of every score of the row); mode 1: the row barrier
  * (STRATA_IDX_SAMP=0, scan_tail); mode 2: the sampled bound with its list on every row
- * length (STRATA_IDX_SAMP_MIN=0; by default rows shorter than 65,536 entries take the
+ * length (STRATA_IDX_SAMP_MIN=0; by default rows shorter than 32,768 entries take the
  * row barrier). Its own tcase (CK_RUN_CASE=sampled runs it alone). */
 static const char *mlabel(char (*buf)[64], const char *mode, const char *shape)
 {
@@ -704,6 +704,8 @@ static Suite *suite(void)
 
 int main(void)
 {
+	/* a line at a time: a run cut short (a timeout) still shows each check it passed */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	tu_require_gpu();
 	strata_dev_config cfg = STRATA_DEV_CONFIG_INIT;
 	cfg.backend = STRATA_BACKEND_GPU;
