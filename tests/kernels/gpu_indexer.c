@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/indexer_int.h"
 #include "indexer_tdata.h"
@@ -24,6 +25,16 @@
 #define TOL_REL_WGMMA 2e-3
 
 static strata_dev *dev;
+
+/* Seconds on a monotonic clock: each check prints where its time went (the test's
+ * time is host work; CK_RUN_CASE runs one tcase). */
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static double last_check_end; /* 0 before the first check */
 
 typedef struct dcopy {
 	void *pages, *pt, *q, *q8, *w, *rr, *lim, *ids, *sc, *scratch;
@@ -156,8 +167,11 @@ static int check_case(td *t, int strict, const char *what)
 	size_t n = (size_t)(p->n_rows ? p->n_rows : 1) * p->topk;
 	int32_t *gids = malloc(sizeof(int32_t) * n);
 	float *gsc = malloc(sizeof(float) * n);
+	const double t0 = now_s();
 	run_gpu(t, gids, gsc, 2);
+	const double t1 = now_s();
 	ck_assert_int_eq(strata_k_indexer_cpu(&t->p), 0); /* twin: t->ids, t->scores */
+	const double t2 = now_s();
 	double *ref = malloc(sizeof(double) * (size_t)(p->max_limit + 1));
 	int diffs = 0;
 	for (int r = 0; r < p->n_rows; r++) {
@@ -198,7 +212,11 @@ static int check_case(td *t, int strict, const char *what)
 			ck_assert(!memcmp(gi, ci, sizeof(int32_t) * (size_t)k));
 		}
 	}
-	printf("%s: %d rows, GPU/CPU differences at the k-th score: %d\n", what, p->n_rows, diffs);
+	const double t3 = now_s();
+	printf("%s: %d rows, GPU/CPU differences at the k-th score: %d (s: data %.2f, GPU %.2f, "
+	       "twin %.2f, reference %.2f)\n", what, p->n_rows, diffs,
+	       last_check_end > 0 ? t0 - last_check_end : 0.0, t1 - t0, t2 - t1, t3 - t2);
+	last_check_end = t3;
 	free(ref);
 	free(gids);
 	free(gsc);
