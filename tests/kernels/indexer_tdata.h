@@ -124,20 +124,9 @@ static void td_key_values(const td *t, int64_t slot, double *v, double *s)
 	}
 }
 
-/* td_make's encoding of slots [i0, i1): t->keys into t->pages (t->p.fmt and t->p.B set). */
-static void td_encode_part(void *ctx, int part, int64_t i0, int64_t i1)
-{
-	td *t = ctx;
-	(void)part;
-	const int B = t->p.B;
-	const size_t eb = strata_index_entry_bytes(t->p.fmt);
-	for (int64_t slot = i0; slot < i1; slot++)
-		td_encode_key(t->p.fmt, t->keys + slot * 128, t->pages + (size_t)(slot / B) * B * eb, B,
-			      (int)(slot % B));
-}
-
-/* td_make's keys of slots [i0, i1) (t->keys): 128 draws a slot from one stream, slot s
- * starting 128 s draws after rng, so the keys are the same however the slots are split. */
+/* td_make's keys of slots [i0, i1): drawn into t->keys, then encoded into t->pages
+ * (t->p.fmt and t->p.B set; each slot its own bytes). 128 draws a slot from one stream,
+ * slot s starting 128 s draws after rng: the same keys however the slots are split. */
 typedef struct td_gen_ctx {
 	td *t;
 	enum td_mode mode;
@@ -148,6 +137,8 @@ static void td_gen_part(void *ctx, int part, int64_t i0, int64_t i1)
 {
 	const td_gen_ctx *g = ctx;
 	(void)part;
+	const int B = g->t->p.B;
+	const size_t eb = strata_index_entry_bytes(g->t->p.fmt);
 	uint64_t rng = tu_skip(g->rng, (uint64_t)i0 * 128);
 	for (int64_t slot = i0; slot < i1; slot++) {
 		float *x = g->t->keys + slot * 128;
@@ -160,6 +151,8 @@ static void td_gen_part(void *ctx, int part, int64_t i0, int64_t i1)
 			default: x[d] = u * (1.0f + (float)(slot % 5)); break;
 			}
 		}
+		td_encode_key(g->t->p.fmt, x, g->t->pages + (size_t)(slot / B) * B * eb, B,
+			      (int)(slot % B));
 	}
 }
 
@@ -207,11 +200,10 @@ static void td_make(td *t, strata_index_fmt fmt, int heads, int topk, int n_req,
 			centres[c][d] = tu_uniform(&rng) * 2.0f;
 	const int64_t slots = (int64_t)t->n_pages * B;
 	td_gen_ctx gen = { t, mode, rng, centres };
-	td_split(slots, 8192, td_gen_part, &gen);
-	rng = tu_skip(rng, (uint64_t)slots * 128);
 	t->p.fmt = fmt;
 	t->p.B = B;
-	td_split(slots, 8192, td_encode_part, t); /* each slot its own bytes */
+	td_split(slots, 8192, td_gen_part, &gen);
+	rng = tu_skip(rng, (uint64_t)slots * 128);
 	for (int r = 0; r < n_rows; r++) {
 		for (int h = 0; h < heads; h++) {
 			float wv = 0.05f + 0.5f * fabsf(tu_uniform(&rng));
