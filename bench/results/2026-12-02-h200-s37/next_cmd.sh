@@ -6,7 +6,7 @@
 # got); 2. --check of the landed default at 128K (the sampled tail now) and 1M;
 # 3. the sampled tail at 32K batch 2 - 16 (STRATA_IDX_SAMP_MIN=0 against the default):
 # s37 found it 1.5 - 4 us faster at batch 8 and slower at 1 and 32, so a rule on n_rows
-# needs these points.
+# needs these points; 4. the whole-row fallback's time (STRATA_IDX_SAMP_X=0).
 set -u
 DL=${DL:-590}
 OUT=${OUT:-$PWD/gpu-out}
@@ -29,6 +29,8 @@ for i in 1 2; do
 	pts "main r$i" 32K 2,4,8,16 1 fp8,mxfp4
 	STRATA_IDX_SAMP_MIN=0 pts "samp r$i" 32K 2,4,8,16 1 fp8,mxfp4
 done | tee "$OUT/ab.txt"
+# the whole-row fallback's cost (STRATA_IDX_SAMP_X=0: every sampled row's list falls short)
+STRATA_IDX_SAMP_X=0 pts "x0" 128K,1M 1,8 1 fp8,mxfp4 | tee -a "$OUT/ab.txt"
 s=$SECONDS
 CK_RUN_CASE=gpu timeout $((DL - SECONDS)) build-gpu/tests/kernels_gpu_indexer >"$OUT/tcase_gpu.txt" 2>&1
 echo "tcase gpu rc=$? $((SECONDS - s)) s"; tail -2 "$OUT/tcase_gpu.txt"
