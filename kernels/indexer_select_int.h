@@ -319,6 +319,157 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		idx_trace(a.trace, IDX_T_END);
 }
 
+/* ---- the top k of a whole row of scores (select_list's fallback) ----------------------
+ * Where the sampled list cannot be used (it holds fewer than k keys, or more than it has
+ * room for: a sample that missed, a crowd of equal scores) the select reads the row's
+ * scores from global memory. A radix select over the unique keys (idx_key64) with
+ * 12-bit digits: the score's bits 63 - 52, 51 - 40 and 39 - 32, then the id part's low
+ * bits, 12 at a time (ids are below L, so the id part's higher bits are the same for
+ * every key). Each
+ * digit is one pass over the row (float4 reads, eight a thread in flight; a warp whose
+ * keys fall in one bin, as in a crowd, adds once) into a shared histogram; once the cut
+ * digit's bin holds at most kCC keys, one more pass takes every key above it and copies
+ * the bin's keys to shared memory, where the rest is ranked. Random scores take two
+ * passes, a row of equal scores five. (It used radix_cut over the row with 8-bit digits,
+ * each key's read waited for in turn: at 1M keys, batch 1, with STRATA_IDX_SAMP_X=0 a
+ * call took 534 us with MXFP4 keys and 906 us with FP8, against ~20 on the list;
+ * bench/results/2026-12-02-h200-s38, run 1.) */
+
+/* f(key, in) for every score of the row, in = j < L; all threads of the CTA call it
+ * the same number of times (f may use warp votes). Scores 16-byte aligned
+ * (idx_gpu_layout's score_stride, a multiple of 64). */
+template <typename F> __device__ __forceinline__ void row_keys(const float *sc, int L, F f)
+{
+	constexpr int U = 4;
+	const int tid = threadIdx.x, n4 = L >> 2;
+	const float4 *s4 = reinterpret_cast<const float4 *>(sc);
+	for (int c0 = 0; c0 < n4; c0 += U * kFThreads) {
+		float4 v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const int i = c0 + u * kFThreads + tid;
+			v[u] = i < n4 ? __ldcg(s4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		}
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const int i = c0 + u * kFThreads + tid;
+			const bool in = i < n4;
+			f((unsigned long long)idx_key64(v[u].x, 4 * i), in);
+			f((unsigned long long)idx_key64(v[u].y, 4 * i + 1), in);
+			f((unsigned long long)idx_key64(v[u].z, 4 * i + 2), in);
+			f((unsigned long long)idx_key64(v[u].w, 4 * i + 3), in);
+		}
+	}
+	if (tid < 32) { /* the last L % 4, by warp 0 */
+		const int j = 4 * n4 + tid;
+		const bool in = j < L;
+		f(in ? (unsigned long long)idx_key64(__ldcg(sc + j), j) : 0ull, in);
+	}
+}
+
+/* h[bin] += 1 for every lane with in; the whole warp calls it. One add where the warp's
+ * keys share a bin (a crowd), else one a lane. */
+__device__ __forceinline__ void warp_hist_add(uint32_t *h, uint32_t bin, bool in)
+{
+	const unsigned m = __ballot_sync(0xffffffffu, in);
+	if (!m)
+		return;
+	const int lane = (int)(threadIdx.x & 31), ld = __ffs(m) - 1;
+	const uint32_t b0 = __shfl_sync(0xffffffffu, bin, ld);
+	if (__all_sync(0xffffffffu, !in || bin == b0)) {
+		if (lane == ld)
+			atomicAdd(h + b0, (uint32_t)__popc(m));
+	} else if (in) {
+		atomicAdd(h + bin, 1u);
+	}
+}
+
+/* take(key) for exactly the k largest keys of the row (L > k scores at sc); inc(ctr):
+ * the calling lanes' places at a shared counter (select_list's warp_inc). Uses sm.u,
+ * sm.h256, sm.bin / above / n_c and radix_cut's fields; synchronises throughout. */
+template <typename Take, typename Inc>
+__device__ void select_all(const float *sc, int L, int k, SelSmem &sm, FScan::TempStorage &tmp,
+			   Take take, Inc inc)
+{
+	constexpr int NB = IDX_BINS2 / kFThreads;
+	const int tid = threadIdx.x;
+	const int idb = 32 - __clz(L - 1); /* id bits: ids 0 .. L - 1 (L >= 2) */
+	uint32_t *h = sm.u.h2;
+	unsigned long long prefix = 0, mask = 0; /* the cut's digits so far */
+	uint32_t rem = (uint32_t)k;              /* keys still to take at the prefix */
+	bool gathered = false;
+	for (int d = 0; !gathered; d++) {
+		int lo, w;
+		if (d < 3) {
+			lo = d == 0 ? 52 : d == 1 ? 40 : 32;
+			w = d == 2 ? 8 : 12;
+		} else {
+			const int left = idb - 12 * (d - 3); /* id bits not yet cut */
+			if (left <= 0)
+				break; /* cannot happen: the keys are unique, so a bin of one ends it */
+			w = left < 12 ? left : 12;
+			lo = left - w;
+		}
+		const uint32_t wm = (1u << w) - 1u;
+		for (int i = tid; i < IDX_BINS2; i += kFThreads)
+			h[i] = 0;
+		if (tid == 0)
+			sm.bin = -1;
+		__syncthreads();
+		row_keys(sc, L, [&](unsigned long long key, bool in) {
+			warp_hist_add(h, (uint32_t)(key >> lo) & wm, in && (key & mask) == prefix);
+		});
+		__syncthreads();
+		uint32_t cnt[NB];
+		const int grp = kFThreads - 1 - tid;
+#pragma unroll
+		for (int b = 0; b < NB; b++)
+			cnt[b] = h[grp * NB + b];
+		find_cut_of<NB>(cnt, rem, tmp, &sm.bin, &sm.above);
+		__syncthreads();
+		const int b = sm.bin;
+		if (b < 0) /* fewer keys than rem at the prefix: cannot happen */
+			break;
+		const uint32_t dc = h[b];
+		rem -= sm.above;
+		prefix |= (unsigned long long)b << lo;
+		mask |= (unsigned long long)wm << lo;
+		__syncthreads(); /* h, bin and above read */
+		if (dc == rem)
+			break; /* the bin's keys are all taken: (key & mask) >= prefix */
+		if (dc <= (uint32_t)kCC) { /* the bin's keys into shared memory (h is free) */
+			if (tid == 0)
+				sm.n_c = 0;
+			__syncthreads();
+			row_keys(sc, L, [&](unsigned long long key, bool in) {
+				const unsigned long long km = key & mask;
+				if (in && km > prefix)
+					take(key);
+				else if (in && km == prefix)
+					sm.u.cc[inc(&sm.n_c)] = key; /* dc <= kCC of them */
+			});
+			__syncthreads();
+			const uint32_t nC = sm.n_c;
+			auto each = [&](auto f) {
+				for (uint32_t i = tid; i < nC; i += blockDim.x)
+					f(sm.u.cc[i]);
+			};
+			unsigned long long p2 = 0, m2 = 0;
+			radix_cut(each, (int)rem, sm, &p2, &m2); /* rem < nC */
+			each([&](unsigned long long key) {
+				if ((key & m2) >= p2)
+					take(key);
+			});
+			gathered = true;
+		}
+	}
+	if (!gathered)
+		row_keys(sc, L, [&](unsigned long long key, bool in) {
+			if (in && (key & mask) >= prefix)
+				take(key);
+		});
+}
+
 /* The select after a sampled tail (indexer_tail_int.h samp_tail): the top k of the row's
  * candidate list, every key at or above the sample's bound T, where the list holds at
  * least k keys and all of them fit; else (a sample that missed, a crowd of equal scores)
@@ -376,17 +527,7 @@ __device__ void select_list(const Args &a, int row, SelSmem &sm, FScan::TempStor
 	};
 	if (!(bw != 0 && nc >= (uint32_t)k && nc <= a.cap)) {
 		__syncthreads();
-		const float *sc = a.scores + (size_t)row * a.sstride;
-		auto each = [&](auto f) {
-			for (int j = tid; j < L; j += kFThreads)
-				f((unsigned long long)idx_key64(__ldcg(sc + j), j));
-		};
-		unsigned long long prefix = 0, mask = 0;
-		radix_cut(each, k, sm, &prefix, &mask);
-		each([&](unsigned long long key) {
-			if ((key & mask) >= prefix)
-				take(key);
-		});
+		select_all(a.scores + (size_t)row * a.sstride, L, k, sm, tmp, take, warp_inc);
 	} else {
 		uint32_t base;
 		int shift;
