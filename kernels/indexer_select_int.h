@@ -325,10 +325,9 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
  * scores from global memory. A radix select over the unique keys (idx_key64) with
  * 12-bit digits: the score's bits 63 - 52, 51 - 40 and 39 - 32, then the id part's low
  * bits, 12 at a time (ids are below L, so the id part's higher bits are the same for
- * every key). Each
- * digit is one pass over the row (float4 reads, eight a thread in flight; a warp whose
- * keys fall in one bin, as in a crowd, adds once) into a shared histogram; once the cut
- * digit's bin holds at most kCC keys, one more pass takes every key above it and copies
+ * every key). Each digit is one pass over the row into a shared histogram (row_hist:
+ * float4 reads, four a thread in flight; a warp whose keys fall in one bin, as in a
+ * crowd, adds once); once the cut digit's bin holds at most kCC keys, one more pass takes every key above it and copies
  * the bin's keys to shared memory, where the rest is ranked. Random scores take two
  * passes, a row of equal scores five. (It used radix_cut over the row with 8-bit digits,
  * each key's read waited for in turn: at 1M keys, batch 1, with STRATA_IDX_SAMP_X=0 a
@@ -367,20 +366,81 @@ template <typename F> __device__ __forceinline__ void row_keys(const float *sc, 
 	}
 }
 
-/* h[bin] += 1 for every lane with in; the whole warp calls it. One add where the warp's
- * keys share a bin (a crowd), else one a lane. */
-__device__ __forceinline__ void warp_hist_add(uint32_t *h, uint32_t bin, bool in)
+/* row_hist's step: a lane's four keys (scores s, ids j0 ..), the first nin of them in
+ * the row; the digit: the key's half (top: the score's order bits, else 0xffffffff - id,
+ * as idx_key64), shift sh, width mask wm; the prefix's halves (mh, ph), (ml, pl). */
+__device__ __forceinline__ void hist_add4(uint32_t *h, const float (&s)[4], int j0, int nin, uint32_t mh,
+					  uint32_t ph, uint32_t ml, uint32_t pl, bool top, int sh, uint32_t wm)
 {
-	const unsigned m = __ballot_sync(0xffffffffu, in);
+	uint32_t bin[4];
+	bool in[4], any = false;
+#pragma unroll
+	for (int e = 0; e < 4; e++) {
+		const uint32_t hi = idx_ord32(s[e]), lw = 0xffffffffu - (uint32_t)(j0 + e);
+		in[e] = e < nin && (hi & mh) == ph && (lw & ml) == pl;
+		bin[e] = ((top ? hi : lw) >> sh) & wm;
+		any |= in[e];
+	}
+	const unsigned m = __ballot_sync(0xffffffffu, any);
 	if (!m)
 		return;
-	const int lane = (int)(threadIdx.x & 31), ld = __ffs(m) - 1;
-	const uint32_t b0 = __shfl_sync(0xffffffffu, bin, ld);
-	if (__all_sync(0xffffffffu, !in || bin == b0)) {
-		if (lane == ld)
-			atomicAdd(h + b0, (uint32_t)__popc(m));
-	} else if (in) {
-		atomicAdd(h + bin, 1u);
+	const int ld = __ffs(m) - 1;
+	const uint32_t mine = in[0] ? bin[0] : in[1] ? bin[1] : in[2] ? bin[2] : bin[3];
+	const uint32_t b0 = __shfl_sync(0xffffffffu, mine, ld);
+	bool same = true;
+	uint32_t c = 0;
+#pragma unroll
+	for (int e = 0; e < 4; e++)
+		if (in[e]) {
+			same &= bin[e] == b0;
+			c++;
+		}
+	if (__all_sync(0xffffffffu, same)) {
+#pragma unroll
+		for (int o = 16; o; o >>= 1)
+			c += __shfl_xor_sync(0xffffffffu, c, o);
+		if ((int)(threadIdx.x & 31) == ld)
+			atomicAdd(h + b0, c);
+	} else {
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			if (in[e])
+				atomicAdd(h + bin[e], 1u);
+	}
+}
+
+/* One digit's histogram over the row: h[(key >> lo) & wm] += 1 for every key with
+ * (key & mask) == prefix. A thread's four keys of a float4 at a time; where every
+ * counted key of the warp falls in one bin (a crowd: equal scores, or the cut's bin
+ * in a late digit) the warp adds once, else each key adds its own. */
+__device__ __forceinline__ void row_hist(const float *sc, int L, uint32_t *h, int lo, uint32_t wm,
+					 unsigned long long mask, unsigned long long prefix)
+{
+	const uint32_t mh = (uint32_t)(mask >> 32), ml = (uint32_t)mask;
+	const uint32_t ph = (uint32_t)(prefix >> 32), pl = (uint32_t)prefix;
+	const bool top = lo >= 32; /* a digit lies in one half of the key */
+	const int sh = top ? lo - 32 : lo;
+	constexpr int U = 4;
+	const int tid = threadIdx.x, n4 = L >> 2;
+	const float4 *s4 = reinterpret_cast<const float4 *>(sc);
+	for (int c0 = 0; c0 < n4; c0 += U * kFThreads) {
+		float4 v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const int i = c0 + u * kFThreads + tid;
+			v[u] = i < n4 ? __ldcg(s4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		}
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const int i = c0 + u * kFThreads + tid;
+			const float s[4] = { v[u].x, v[u].y, v[u].z, v[u].w };
+			hist_add4(h, s, 4 * i, i < n4 ? 4 : 0, mh, ph, ml, pl, top, sh, wm);
+		}
+	}
+	if (tid < 32) { /* the last L % 4, by warp 0 */
+		const int j = 4 * n4 + tid;
+		const float s[4] = { j < L ? __ldcg(sc + j) : 0.0f, 0.0f, 0.0f, 0.0f };
+		hist_add4(h, s, j, j < L ? 1 : 0, mh, ph, ml, pl, top, sh, wm);
 	}
 }
 
@@ -388,7 +448,7 @@ __device__ __forceinline__ void warp_hist_add(uint32_t *h, uint32_t bin, bool in
  * the calling lanes' places at a shared counter (select_list's warp_inc). Uses sm.u,
  * sm.h256, sm.bin / above / n_c and radix_cut's fields; synchronises throughout. */
 template <typename Take, typename Inc>
-__device__ void select_all(const float *sc, int L, int k, SelSmem &sm, FScan::TempStorage &tmp,
+__device__ __noinline__ void select_all(const float *sc, int L, int k, SelSmem &sm, FScan::TempStorage &tmp,
 			   Take take, Inc inc)
 {
 	constexpr int NB = IDX_BINS2 / kFThreads;
@@ -416,9 +476,7 @@ __device__ void select_all(const float *sc, int L, int k, SelSmem &sm, FScan::Te
 		if (tid == 0)
 			sm.bin = -1;
 		__syncthreads();
-		row_keys(sc, L, [&](unsigned long long key, bool in) {
-			warp_hist_add(h, (uint32_t)(key >> lo) & wm, in && (key & mask) == prefix);
-		});
+		row_hist(sc, L, h, lo, wm, mask, prefix);
 		__syncthreads();
 		uint32_t cnt[NB];
 		const int grp = kFThreads - 1 - tid;
