@@ -329,10 +329,13 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
  * float4 reads, four a thread in flight; a warp whose keys fall in one bin, as in a
  * crowd, adds once); once the cut digit's bin holds at most kCC keys, one more pass takes every key above it and copies
  * the bin's keys to shared memory, where the rest is ranked. Random scores take two
- * passes, a row of equal scores five. (It used radix_cut over the row with 8-bit digits,
- * each key's read waited for in turn: at 1M keys, batch 1, with STRATA_IDX_SAMP_X=0 a
- * call took 534 us with MXFP4 keys and 906 us with FP8, against ~20 on the list;
- * bench/results/2026-12-02-h200-s38, run 1.) */
+ * passes, a row of equal scores five. Out of line: inlined, it made the list path's
+ * select spill (or, with eight reads a thread in flight, take 105 registers, which an
+ * SM full of scan CTAs frees later). H200, 1M keys, batch 1, STRATA_IDX_SAMP_X=0
+ * (bench/results/2026-12-02-h200-s38, runs 1 - 3): a call takes 114 us with MXFP4 keys
+ * and 119 with FP8 (one key a lane and step: 148 / 152; radix_cut over the row, 8-bit
+ * digits and each key's read waited for in turn: 505 - 534 / 759 - 906), against ~20 on
+ * the list; 128K batch 8 40 us (121 - 167 before). */
 
 /* f(key, in) for every score of the row, in = j < L; all threads of the CTA call it
  * the same number of times (f may use warp votes). Scores 16-byte aligned

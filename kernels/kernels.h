@@ -329,7 +329,7 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * lie above it), each CTA files its scores >= T into a list, and the select takes the top
  * k of the list; exact, since k scores >= T put the k-th there too, and where the list
  * holds fewer than k or overflows the select takes the top k of the whole row instead
- * (slower, as exact). STRATA_IDX_SAMP=0 (for tests and A/Bs) keeps the barrier;
+ * (exact; ~115 us at 262,144 entries, against ~20 on the list). STRATA_IDX_SAMP=0 (for tests and A/Bs) keeps the barrier;
  * STRATA_IDX_SAMP_MIN=n moves the 32,768; STRATA_IDX_SAMP_X=x sets the list's expected
  * size, x k (default 3; 0: the bound of the sample's largest bucket, for tests, which
  * mostly leaves the list short of k and drives the whole-row path);
