@@ -51,8 +51,9 @@ static void *to_dev(const void *h, size_t n)
 
 /* Every one of the n counter bytes at zb is zero. One assertion for the whole region:
  * Check's ck_assert_msg records its place for the parent process on every call that
- * passes, and one a byte over the megabytes of counters made each check spend 6 - 28 s
- * here (bench/results/2026-12-02-h200-s38, run 2's `gpu` tcase). */
+ * passes, and one a byte over the megabytes of counters is the likely cause of the 6 -
+ * 28 s each check spent in run_gpu (bench/results/2026-12-02-h200-s38, run 2's `gpu`
+ * tcase; not yet timed with this). */
 static void assert_zero(const unsigned char *zb, size_t n, const char *after)
 {
 	size_t i = 0;
