@@ -196,25 +196,42 @@ __device__ __forceinline__ void fence_async_smem()
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void wgmma_64x64x32(float (&d)[32], uint64_t da, uint64_t db, int acc)
+/* A tile's four k-steps with A from shared memory too (the FP8 scan): as wgmma_rs4
+ * below, both descriptors' offsets (32 bytes of k a step) added in the asm block. */
+__device__ __forceinline__ void wgmma_ss4(float (&d)[32], uint64_t da, uint64_t db)
 {
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+	asm volatile("{\n.reg .pred pz, po;\n.reg .b64 a1, a2, a3, b1, b2, b3;\n"
+		     "setp.ne.b32 pz, %34, %34;\nsetp.eq.b32 po, %34, %34;\n"
+		     "add.s64 a1, %32, 2;\nadd.s64 a2, %32, 4;\nadd.s64 a3, %32, 6;\n"
+		     "add.s64 b1, %33, 2;\nadd.s64 b2, %33, 4;\nadd.s64 b3, %33, 6;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, pz, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, a1, b1, po, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, a2, b2, po, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, a3, b3, po, 1, 1;\n}\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-		     : "l"(da), "l"(db), "r"(acc));
+		     : "l"(da), "l"(db), "r"(0));
 }
 #endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* D (+)= A B, A (64 keys x 32 bytes of k) from registers, B (32 x 64 heads) by descriptor. */
-__device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int acc)
+/* A whole tile's four k-steps (k-step s: a[4s .. 4s + 3], the B descriptor + 2s; step 0
+ * with scale-d = 0, D = A B) in one asm block, the descriptors' offsets added in it. As
+ * four calls of one wgmma each (one 64-bit descriptor operand a call) ptxas rebuilt
+ * the offset descriptors in vector registers and moved them back to uniform ones in
+ * every tile of the two-set loop (IMAD.U32, R2UR, UIADD3: s38's profile). H200, one
+ * row, same call (bench/results/2026-12-02-h200-s39, run 1): MXFP4 1M 19.0 / 19.2 us
+ * against 19.6 / 19.5, 128K 13.4 - 13.5 against 13.8; FP8 (wgmma_ss4) unchanged. */
+__device__ __forceinline__ void wgmma_rs4(float (&d)[32], const uint32_t (&a)[16], uint64_t db)
 {
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+	asm volatile("{\n.reg .pred pz, po;\n.reg .b64 d1, d2, d3;\n"
+		     "setp.ne.b32 pz, %49, %49;\nsetp.eq.b32 po, %49, %49;\n"
+		     "add.s64 d1, %48, 2;\nadd.s64 d2, %48, 4;\nadd.s64 d3, %48, 6;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %48, pz, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%36, %37, %38, %39}, d1, po, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%40, %41, %42, %43}, d2, po, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%44, %45, %46, %47}, d3, po, 1, 1;\n}\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(a[12]), "r"(a[13]), "r"(a[14]), "r"(a[15]), "l"(db), "r"(0));
 }
 #endif
 
@@ -612,8 +629,9 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 					   : make_uint4(0, 0, 0, 0);
 			}
 		}
-		for (int i = tid; i < R * hist_words(R); i += kWgThreads) /* every row's */
-			(&sm.hist[0][0])[i] = 0;
+		if (!SAMP) /* every row's (the sampled tail keeps none) */
+			for (int i = tid; i < R * hist_words(R); i += kWgThreads)
+				(&sm.hist[0][0])[i] = 0;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 		if (T)
 			__syncthreads(); /* the barriers initialised, before anyone waits on them */
@@ -665,9 +683,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			const uint64_t dq = db + (uint64_t)(r * kQDesc);
 			reg_fence(d);
 			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-			for (int k = 0; k < 4; k++) /* k-step k: bytes 32k .. 32k + 31 of every row */
-				wgmma_64x64x32(d, da + (uint64_t)(2 * k), dq + (uint64_t)(2 * k), k);
+			wgmma_ss4(d, da, dq); /* k-step k: bytes 32k .. 32k + 31 of every row */
 			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 		};
 		if (R == 1) {
@@ -898,8 +914,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 #pragma unroll
 			for (int r = 0; r < R; r++)
 				sm.wt[r][tid >> 4][tid & 15] = wv[r];
-		for (int i = tid; i < R * hist_words(R); i += kWgThreads) /* every row's */
-			(&sm.hist[0][0])[i] = 0;
+		if (!SAMP) /* every row's (the sampled tail keeps none) */
+			for (int i = tid; i < R * hist_words(R); i += kWgThreads)
+				(&sm.hist[0][0])[i] = 0;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 		__syncthreads();    /* ... and the barriers initialised, for everyone's waits */
 	}
@@ -952,10 +969,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 		reg_fence(d);
 		reg_fence(acur);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			wgmma_rs(d, *reinterpret_cast<const uint32_t(*)[4]>(&acur[4 * k]),
-				 dq + (uint64_t)(2 * k), k);
+		wgmma_rs4(d, acur, dq);
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 	};
 	auto mma_wait = [&](float(&d)[32], uint32_t(&acur)[16]) {
