@@ -161,13 +161,19 @@ STRATA_HD uint32_t idx_prmt(uint32_t lo, uint32_t hi, uint32_t sel)
 
 /* The 8 e4m3 magnitudes of e2m1 codes 0-7 at group offset d = s_g - m (<= 0), as two prmt
  * tables (codes 0-3 in lo, 4-7 in hi). */
+STRATA_HD void idx_mx_lut_normal(int d, uint32_t *lo, uint32_t *hi)
+{
+	/* d >= -11 (t = d + 6 >= -5): all normal, the t = -5 bytes with the exponent raised
+	 * by t + 5 */
+	const uint32_t add = (uint32_t)(d + 11) * 8u;
+	*lo = 0x14100800u + add * 0x01010100u; /* 0, 2^-6, 2^-5, 1.5 x 2^-5 */
+	*hi = 0x24201C18u + add * 0x01010101u; /* 2^-4, 1.5 x 2^-4, 2^-3, 1.5 x 2^-3 */
+}
 STRATA_HD void idx_mx_lut(int d, uint32_t *lo, uint32_t *hi)
 {
 	const int t = d + 6;
-	if (t >= -5) { /* all normal: the t = -5 bytes with the exponent raised by t + 5 */
-		const uint32_t add = (uint32_t)(t + 5) * 8u;
-		*lo = 0x14100800u + add * 0x01010100u; /* 0, 2^-6, 2^-5, 1.5 x 2^-5 */
-		*hi = 0x24201C18u + add * 0x01010101u; /* 2^-4, 1.5 x 2^-4, 2^-3, 1.5 x 2^-3 */
+	if (t >= -5) {
+		idx_mx_lut_normal(d, lo, hi);
 		return;
 	}
 	*lo = *hi = 0;
@@ -219,6 +225,13 @@ STRATA_HD uint32_t idx_mx_max_scale(uint32_t sc)
 STRATA_HD float idx_mx_key_scale(uint32_t m)
 {
 	return codec_u2f(m >= 7 ? (m - 6) << 23 : 1u << (m + 16));
+}
+
+/* Half of it, 2^(m - 134) (a subnormal below m = 8): the same bits as
+ * 0.5f * idx_mx_key_scale(m), made directly. */
+STRATA_HD float idx_mx_key_half_scale(uint32_t m)
+{
+	return codec_u2f(m >= 8 ? (m - 7) << 23 : 1u << (m + 15));
 }
 
 /* Key dim of pair p's half h (0 low, 1 high) in quarter c. */

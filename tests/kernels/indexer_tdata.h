@@ -19,6 +19,9 @@ enum td_mode {
 	TD_NEGATIVE,  /* every dot product negative: every ReLU zero, scores 0 */
 	TD_MIXED_W,   /* weights of both signs: negative scores too */
 	TD_CLUSTERED, /* a few key clusters: many near-ties */
+	TD_WIDE,      /* a key's 32-dim groups 0 - 22 octaves apart (MXFP4: group scales far
+		       * below the key's largest, where the e4m3 conversion goes subnormal,
+		       * 12 - 14 octaves, or reads zero, beyond 14) */
 };
 
 typedef struct td {
@@ -148,6 +151,11 @@ static void td_gen_part(void *ctx, int part, int64_t i0, int64_t i1)
 			case TD_EQUAL: x[d] = (d % 7) * 0.25f - 0.7f; break;
 			case TD_NEGATIVE: x[d] = -0.1f - fabsf(u); break;
 			case TD_CLUSTERED: x[d] = g->centres[slot % 4][d] + u * 0.02f; break;
+			case TD_WIDE: {
+				static const int oct[8] = { 0, 3, 11, 12, 13, 14, 15, 22 };
+				x[d] = ldexpf(u, -oct[(slot + 3 * (d >> 5)) % 8]);
+				break;
+			}
 			default: x[d] = u * (1.0f + (float)(slot % 5)); break;
 			}
 		}

@@ -392,6 +392,10 @@ START_TEST(mxfp4_as_e4m3)
 {
 	uint64_t rs = 99;
 	uint8_t page[64 * 68];
+	for (uint32_t m = 0; m < 256; m++) { /* every scale byte, subnormal halves too */
+		ck_assert(idx_mx_key_half_scale(m) == ldexpf(1.0f, (int)m - 134));
+		ck_assert(idx_mx_key_half_scale(m) == 0.5f * idx_mx_key_scale(m));
+	}
 	for (int rep = 0; rep < 400; rep++) {
 		for (int i = 0; i < 64 * 64; i++)
 			page[i] = (uint8_t)(rep * 131 + i * 7 + (i >> 6)); /* every code pair */
@@ -414,6 +418,7 @@ START_TEST(mxfp4_as_e4m3)
 			ck_assert_uint_eq(idx_mx_max_scale(sc32), m);
 			const float ks = idx_mx_key_scale(m);
 			ck_assert(ks == ldexpf(1.0f, (int)m - 133));
+			ck_assert(idx_mx_key_half_scale(m) == ldexpf(1.0f, (int)m - 134));
 			for (int ch = 0; ch < 8; ch++) { /* dims 16ch .. 16ch + 15, as the kernel */
 				uint32_t lo, hi, w[2];
 				idx_mx_lut((int)sc[ch >> 1] - (int)m, &lo, &hi);
