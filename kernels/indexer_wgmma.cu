@@ -577,6 +577,8 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
+	if (SAMP && a.poll) /* the select may launch now and wait resident for IDX_DONE */
+		idx_pdl_trigger();
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
 		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.b[0]), sm.tail);
@@ -764,47 +766,66 @@ __device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint
  * scores (key g for c = 0, key g + 8 for c = 1; the other lanes' is unused), halved: the
  * epilogue sums twice the ReLUs. A phase of 8 lanes reads keys r, r + 1 (128 bytes): no
  * bank conflicts. csel: prmt selector of scale byte c. */
-__device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw, int g, int c,
-					uint32_t csel, uint32_t (&a)[16], float *kscale)
+/* rs_read in parts: the conversion tables of the warp's two keys (and the lane's key
+ * scale), then each key half's conversion. The two-set loop waits for the previous
+ * tile's MMA between the halves, so that the second half's integer work and that tile's
+ * epilogue (the FMA pipe) form one block for ptxas to interleave. */
+struct RsTab {
+	uint32_t lo[2], hi[2];
+};
+__device__ __forceinline__ RsTab rs_tables(const uint32_t *scw, int g, int c, uint32_t csel,
+					   float *kscale)
 {
-	uint4 w[2];
 	uint32_t m[2];
 	int d[2];
 #pragma unroll
 	for (int h = 0; h < 2; h++) { /* key g + 8h */
-		const int r = g + 8 * h;
-		w[h] = *reinterpret_cast<const uint4 *>(nib + r * kMxKey + 16 * c);
-		const uint32_t sc = scw[r];
+		const uint32_t sc = scw[g + 8 * h];
 		m[h] = idx_mx_max_scale(sc);
 		d[h] = (int)__byte_perm(sc, 0, csel) - (int)m[h];
 	}
-	/* the tables: by arithmetic where every group of the warp's keys is within 11
-	 * octaves of its key's largest (a branch the whole warp takes: a lane's own test
-	 * cost a divergent region, BSSY / BSYNC, a key half and tile). With the key's half
-	 * scale made directly (not 0.5f x idx_mx_key_scale, predicated for both halves) and
-	 * score_tile's -0 folded by one add: H200, one row, same call (bench/results/
-	 * 2026-12-02-h200-s39, run 2) MXFP4 1M 18.7 - 18.8 us against 19.0 - 19.1, 128K
-	 * batch 8 20.1 - 20.2 against 20.3 - 20.5; FP8 unchanged. */
-	uint32_t lo[2], hi[2];
-	if (__all_sync(0xffffffffu, min(d[0], d[1]) >= -11)) {
+	/* by arithmetic where every group of the warp's keys is within 11 octaves of its
+	 * key's largest; else (rare) by idx_mx_lut, a branch the whole warp takes (a lane's
+	 * own test cost a divergent region, BSSY / BSYNC, a key half and tile) */
+	RsTab t;
+#pragma unroll
+	for (int h = 0; h < 2; h++)
+		idx_mx_lut_normal(d[h], &t.lo[h], &t.hi[h]);
+	if (!__all_sync(0xffffffffu, min(d[0], d[1]) >= -11))
 #pragma unroll
 		for (int h = 0; h < 2; h++)
-			idx_mx_lut_normal(d[h], &lo[h], &hi[h]);
-	} else {
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-			idx_mx_lut(d[h], &lo[h], &hi[h]);
-	}
-#pragma unroll
-	for (int h = 0; h < 2; h++) {
-		const uint32_t x[4] = { w[h].x, w[h].y, w[h].z, w[h].w };
-#pragma unroll
-		for (int s = 0; s < 4; s++)
-			idx_mx_eight(x[s], lo[h], hi[h], &a[4 * s + h], &a[4 * s + 2 + h]);
-	}
+			idx_mx_lut(d[h], &t.lo[h], &t.hi[h]);
 	*kscale = idx_mx_key_half_scale(c ? m[1] : m[0]); /* used where c < 2 */
+	return t;
 }
-
+/* key half h's 16 nibble bytes w (key g + 8h, lane c's group) as e4m3 */
+__device__ __forceinline__ void rs_conv(uint4 w, const RsTab &t, int h, uint32_t (&a)[16])
+{
+	const uint32_t x[4] = { w.x, w.y, w.z, w.w };
+#pragma unroll
+	for (int s = 0; s < 4; s++)
+		idx_mx_eight(x[s], t.lo[h], t.hi[h], &a[4 * s + h], &a[4 * s + 2 + h]);
+}
+__device__ __forceinline__ uint4 rs_nib(const uint8_t *nib, int g, int c, int h)
+{
+	return *reinterpret_cast<const uint4 *>(nib + (g + 8 * h) * kMxKey + 16 * c);
+}
+__device__ __forceinline__ void rs_half(const uint8_t *nib, int g, int c, const RsTab &t, int h,
+					uint32_t (&a)[16])
+{
+	rs_conv(rs_nib(nib, g, c, h), t, h, a);
+}
+/* The whole tile (the one-set loops): every shared-memory read first. Reading the
+ * nibbles after the tables made the MXFP4 batch loop ~0.5 % slower (H200, 1M batch 8:
+ * 82.6 - 82.8 us against 82.1 - 82.5; bench/results/2026-12-02-h200-s39, run 3). */
+__device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw, int g, int c,
+					uint32_t csel, uint32_t (&a)[16], float *kscale)
+{
+	const uint4 w0 = rs_nib(nib, g, c, 0), w1 = rs_nib(nib, g, c, 1);
+	const RsTab t = rs_tables(scw, g, c, csel, kscale);
+	rs_conv(w0, t, 0, a);
+	rs_conv(w1, t, 1, a);
+}
 /* S - 1 pages in flight ahead of the one being scored: a ring of S slots, each page one
  * bulk copy (a few instructions of one lane a tile, taken by the warps in turn; per-lane
  * 16-byte copies took ~85 of a warp's ~380 a tile). Two forms of the tile loop, measured
@@ -844,6 +865,8 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S, R> &sm = smem_at<RsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || (!ONE && R == 1), "the sampled tail: the two-set loop, one row");
+	if (SAMP && a.poll) /* the select may launch now and wait resident for IDX_DONE */
+		idx_pdl_trigger();
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.ring) >= kSampWords * 4, "the sample fits the ring");
 		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.ring[0]), sm.tail);
@@ -1062,9 +1085,17 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 			float d[32];
 			mma(d, acur, 0);
 			refill(i);
+			/* tile i + 1's conversion, its second half after tile i's MMA is waited
+			 * for, beside tile i's epilogue (rs_tables). Past the last tile the slot
+			 * holds no copy in flight: the reads are harmless, their values unused. */
+			const int sl = (i + 1) & (S - 1);
 			if (i + 1 < n)
-				read(i + 1, anext, knext);
+				mbar_wait(bar0 + 8u * (uint32_t)sl, (uint32_t)((i + 1) / S) & 1u);
+			const uint8_t *nib = nib0 + sl * kMxPage;
+			const RsTab t = rs_tables(scw0 + sl * (kMxPage / 4), g, c, csel, knext);
+			rs_half(nib, g, c, t, 0, anext);
 			mma_wait(d, acur);
+			rs_half(nib, g, c, t, 1, anext);
 			const float s0 = finish(d, kcur, 0);
 			if (SAMP && i == 0)
 				samp_put(a, row, warp, lane, key < lr[0], s0);
