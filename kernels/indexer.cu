@@ -84,7 +84,6 @@ struct Args {
 	strata_attn_prestage_params st;
 	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
 	uint32_t *sw; /* select_list: the sampled tail's bound words, [rows][IDX_SAMPW] */
-	int poll;     /* select_list: wait for the row's IDX_DONE count (idx_wg_args.poll) */
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -918,16 +917,8 @@ __global__ void __launch_bounds__(kFThreads) select_list_kernel(Args a)
 	__shared__ SelSmem sm;
 	if (threadIdx.x == 0)
 		idx_trace(a.trace, IDX_T_SELIN);
-	const int row = (int)blockIdx.x;
-	if (!a.poll) {
-		idx_pdl_wait();
-	} else if (row_lim(a, row) > a.topk) { /* a scored row: its sampler and scan CTAs done */
-		if (threadIdx.x == 0)
-			while (idx_ld_acquire(a.count + (size_t)row * IDX_CNT + IDX_DONE) != IDX_DONE_ALL)
-				;
-		__syncthreads();
-	}
-	select_list<PER>(a, row, sm, tmp);
+	idx_pdl_wait();
+	select_list<PER>(a, (int)blockIdx.x, sm, tmp);
 }
 
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */
@@ -1342,7 +1333,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.samp = reinterpret_cast<uint32_t *>(sb + l.off_samp);
 			w.samp_x = samp_x();
 			w.samp_sleep = samp_env("STRATA_IDX_SAMP_SLEEP", 500);
-			w.poll = a.poll = samp_env("STRATA_IDX_POLL", 0) != 0;
 			w.count = a.count;
 			w.hist2 = a.hist2;
 			w.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);

@@ -96,8 +96,6 @@ typedef struct idx_wg_args {
 	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
 	int ranges;                /* 0 strided tiles, 1 / 2 contiguous ranges (indexer_wgmma.cu wg_ranges) */
 	int tstride;               /* tiles between a CTA's tiles: the grid's x, or 1 with ranges */
-	int poll;                  /* sampled tail: the select waits for the row's done count
-				    * (IDX_DONE), not for the scan grid's completion */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
@@ -451,18 +449,6 @@ __device__ __forceinline__ void idx_pdl_wait(void)
 	asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
-/* The CTA's arrival at a GPU-wide count: every thread's earlier writes (ordered before
- * by a barrier the caller passed) released to whoever acquires the count. One thread. */
-__device__ __forceinline__ void idx_red_release(uint32_t *p, uint32_t v)
-{
-	asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ uint32_t idx_ld_acquire(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-	return v;
-}
 #endif
 
 /* Unique selection key: higher score first, then lower id. */
@@ -479,10 +465,7 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
-			       * count above b* (indexer_tail_int.h scan_tail), the sampled
-			       * tail's done count (IDX_DONE), 2 spare */
-#define IDX_DONE 5            /* count slot: a sampled tail's CTAs done (idx_wg_args.poll) */
-#define IDX_DONE_ALL (1u << 24) /* its value once the row's sampler and scan CTAs all are */
+			       * count above b* (indexer_tail_int.h scan_tail), 3 spare */
 #define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 #define IDX_SAMP_KEYS 4       /* keys of its first tile each CTA of a sampled tail samples */
 #define IDX_SAMPW (32 + 4096)  /* per-row words: the bound (word 0), the sample (from

@@ -282,7 +282,7 @@ __device__ __forceinline__ bool samp_has(long long tiles, int x, int G)
 static __device__ __noinline__ void samp_agg_of(const int32_t *req_rows, const int32_t *row_limit,
 						int lim_cap, int topk, int samp_x, uint32_t *samp,
 						unsigned long long *trace, uint32_t *flag, TailSmem &ts,
-						unsigned sleep_ns, uint32_t *count)
+						unsigned sleep_ns)
 {
 	constexpr int PER = IDX_BINS / kWgThreads;
 	const int tid = threadIdx.x, req = (int)blockIdx.y, row = req_rows[req];
@@ -385,17 +385,11 @@ static __device__ __noinline__ void samp_agg_of(const int32_t *req_rows, const i
 		h[grp * PER + b] = 0;
 	if (tid == kWgThreads - 1)
 		h[IDX_BINS] = 0, h[IDX_BINS + 1] = 0;
-	if (count) { /* poll: the row's done count reaches IDX_DONE_ALL once the ncta scan
-		      * CTAs with tiles have added 1 each (samp_tail) and this CTA the rest */
-		__syncthreads();
-		if (tid == 0)
-			idx_red_release(count + (size_t)row * IDX_CNT + IDX_DONE, IDX_DONE_ALL - ncta);
-	}
 }
 __device__ __forceinline__ void samp_agg(const idx_wg_args &a, uint32_t *, uint32_t *, TailSmem &ts)
 {
 	samp_agg_of(a.req_rows, a.row_limit, a.lim_cap, a.topk, a.samp_x, a.samp, a.trace, a.flag, ts,
-		    a.samp_sleep, a.poll ? a.count : nullptr);
+		    a.samp_sleep);
 }
 
 /* A scan CTA's filing after its last tile (samp_tail above): its scores at or above the
@@ -447,11 +441,6 @@ __device__ void samp_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 				cand[at] = idx_key64(s[u], key_of(tid + u * kWgThreads));
 		}
 		ac += (uint32_t)__popc(mc[u]);
-	}
-	if (a.poll) { /* every thread's list entries, released to the select (samp_agg) */
-		__syncthreads();
-		if (tid == 0)
-			idx_red_release(a.count + (size_t)row * IDX_CNT + IDX_DONE, 1u);
 	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FLOOP);

@@ -577,8 +577,6 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
-	if (SAMP && a.poll) /* the select may launch now and wait resident for IDX_DONE */
-		idx_pdl_trigger();
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
 		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.b[0]), sm.tail);
@@ -769,7 +767,9 @@ __device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint
 /* rs_read in parts: the conversion tables of the warp's two keys (and the lane's key
  * scale), then each key half's conversion. The two-set loop waits for the previous
  * tile's MMA between the halves, so that the second half's integer work and that tile's
- * epilogue (the FMA pipe) form one block for ptxas to interleave. */
+ * epilogue (the FMA pipe) form one block for ptxas to interleave: H200, one row, same
+ * call (bench/results/2026-12-02-h200-s39, run 3) MXFP4 512K 14.9 - 15.0 us against
+ * 15.2 - 15.3, 256K 13.8 against 13.9 - 14.0, 1M 18.7 - 18.8 against 18.7 - 18.9. */
 struct RsTab {
 	uint32_t lo[2], hi[2];
 };
@@ -786,7 +786,11 @@ __device__ __forceinline__ RsTab rs_tables(const uint32_t *scw, int g, int c, ui
 	}
 	/* by arithmetic where every group of the warp's keys is within 11 octaves of its
 	 * key's largest; else (rare) by idx_mx_lut, a branch the whole warp takes (a lane's
-	 * own test cost a divergent region, BSSY / BSYNC, a key half and tile) */
+	 * own test cost a divergent region, BSSY / BSYNC, a key half and tile). With the
+	 * key's half scale made directly (not 0.5f x idx_mx_key_scale, predicated for both
+	 * halves) and score_tile's -0 folded by one add: H200, one row, same call (run 2)
+	 * MXFP4 1M 18.7 - 18.8 us against 19.0 - 19.1, 128K batch 8 20.1 - 20.2 against
+	 * 20.3 - 20.5; FP8 unchanged. */
 	RsTab t;
 #pragma unroll
 	for (int h = 0; h < 2; h++)
@@ -815,9 +819,10 @@ __device__ __forceinline__ void rs_half(const uint8_t *nib, int g, int c, const 
 {
 	rs_conv(rs_nib(nib, g, c, h), t, h, a);
 }
-/* The whole tile (the one-set loops): every shared-memory read first. Reading the
- * nibbles after the tables made the MXFP4 batch loop ~0.5 % slower (H200, 1M batch 8:
- * 82.6 - 82.8 us against 82.1 - 82.5; bench/results/2026-12-02-h200-s39, run 3). */
+/* The whole tile (the one-set loops): every shared-memory read first, as before the
+ * split (with the nibbles read after the tables the MXFP4 batch loop took 82.6 - 82.8 us
+ * at 1M batch 8 against 82.1 - 82.5 in run 3; the same base build moved by ~0.5 us
+ * between runs 3 and 4, so that is at the edge of the noise). */
 __device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw, int g, int c,
 					uint32_t csel, uint32_t (&a)[16], float *kscale)
 {
@@ -865,8 +870,6 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	extern __shared__ uint8_t smem_raw[];
 	RsSmem<S, R> &sm = smem_at<RsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || (!ONE && R == 1), "the sampled tail: the two-set loop, one row");
-	if (SAMP && a.poll) /* the select may launch now and wait resident for IDX_DONE */
-		idx_pdl_trigger();
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.ring) >= kSampWords * 4, "the sample fits the ring");
 		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.ring[0]), sm.tail);
