@@ -455,7 +455,7 @@ START_TEST(wgmma_scan)
 		wgmma_case(fmt, 512, 5, lim, 71, TD_RANDOM, 0, "random");
 		wgmma_case(fmt, 512, 5, lim, 72, TD_CLUSTERED, 0, "clustered");
 		wgmma_case(fmt, 512, 5, lim, 75, TD_MIXED_W, 0, "signed-w");
-		if (f) { /* the conversion's rare tables (rs_read's warp-wide branch) */
+		if (f) { /* the conversion's rare tables (rs_tables' warp-wide branch) */
 			int lw = 131072; /* one row: the sampled tail */
 			wgmma_case(fmt, 512, 5, lim, 76, TD_WIDE, 0, "wide group scales");
 			wgmma_case(fmt, 512, 1, &lw, 77, TD_WIDE, 0, "wide group scales, 128K");
