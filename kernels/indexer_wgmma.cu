@@ -763,8 +763,9 @@ __device__ __forceinline__ void rs_bulk(const uint8_t *page, uint32_t slot, uint
  * same k), (key g, k 16 + 4c..), (key g + 8, same k). And the scale of the key this lane
  * scores (key g for c = 0, key g + 8 for c = 1; the other lanes' is unused), halved: the
  * epilogue sums twice the ReLUs. A phase of 8 lanes reads keys r, r + 1 (128 bytes): no
- * bank conflicts. csel: prmt selector of scale byte c. */
-/* rs_read in parts: the conversion tables of the warp's two keys (and the lane's key
+ * bank conflicts. csel: prmt selector of scale byte c (rs_read, whole; below).
+ *
+ * rs_read in parts: the conversion tables of the warp's two keys (and the lane's key
  * scale), then each key half's conversion. The two-set loop waits for the previous
  * tile's MMA between the halves, so that the second half's integer work and that tile's
  * epilogue (the FMA pipe) form one block for ptxas to interleave: H200, one row, same
