@@ -1220,7 +1220,7 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
  * the row barrier always, and with cut_out, whose early cut only the row barrier has.
  * STRATA_IDX_SAMP_X: the list's expected size in units of k (3; tests set 0, a
  * sample's largest bucket, to drive the select's path for a list too short);
- * STRATA_IDX_SAMP_SLEEP: ns the sampling CTA sleeps between polls (500). Read at each
+ * STRATA_IDX_SAMP_SLEEP: ns the sampling CTA sleeps between polls (100). Read at each
  * call. */
 static int samp_env(const char *name, int dflt)
 {
@@ -1332,7 +1332,7 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.fused = !ev && !p->stage ? (samp_on(a.lim_cap) && !p->cut_out ? 2 : 1) : 0;
 			w.samp = reinterpret_cast<uint32_t *>(sb + l.off_samp);
 			w.samp_x = samp_x();
-			w.samp_sleep = samp_env("STRATA_IDX_SAMP_SLEEP", 500);
+			w.samp_sleep = samp_env("STRATA_IDX_SAMP_SLEEP", 100);
 			w.count = a.count;
 			w.hist2 = a.hist2;
 			w.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);

@@ -333,7 +333,7 @@ size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_para
  * STRATA_IDX_SAMP_MIN=n moves the 32,768; STRATA_IDX_SAMP_X=x sets the list's expected
  * size, x k (default 3; 0: the bound of the sample's largest bucket, for tests, which
  * mostly leaves the list short of k and drives the whole-row path);
- * STRATA_IDX_SAMP_SLEEP=ns the sampling CTA's poll interval (default 500);
+ * STRATA_IDX_SAMP_SLEEP=ns the sampling CTA's poll interval (default 100);
  * that scan runs at most 2 CTAs an SM, more where a row's scores need them (4 at
  * 262,144 entries; fewer CTAs, more tiles each: faster); STRATA_IDX_SAMP_PER_SM=n (for
  * A/Bs) sets that cap, 0 as many as fit.
