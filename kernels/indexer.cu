@@ -917,8 +917,13 @@ __global__ void __launch_bounds__(kFThreads) select_list_kernel(Args a)
 	__shared__ SelSmem sm;
 	if (threadIdx.x == 0)
 		idx_trace(a.trace, IDX_T_SELIN);
+	/* the scan (a cooperative launch, no programmatic dependent of its predecessor)
+	 * began after every earlier kernel ended, so the call's inputs are final here: only
+	 * the scan's outputs wait */
+	const int row = (int)blockIdx.x, L = row_lim(a, row);
+	select_list_prep(a, sm);
 	idx_pdl_wait();
-	select_list<PER>(a, (int)blockIdx.x, sm, tmp);
+	select_list<PER>(a, row, L, sm, tmp);
 }
 
 /* Scan kernel variants: 0 = 4 m-tiles unrolled (64 heads), 1 = generic. */

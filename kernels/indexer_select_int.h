@@ -541,8 +541,30 @@ __device__ __noinline__ void select_all(const float *sc, int L, int k, SelSmem &
  * registers. Writes the ids in ascending order and leaves the row's count slots and
  * bound zero. */
 constexpr int kLReg = 8;
+
+/* What select_list sets up before the scan's results exist, so that select_list_kernel
+ * does it (and reads the row's limit, a cold HBM trip) while it waits for the scan, where
+ * it is resident before the scan's end (~1.4 us at 1M): the shared ids, counters and list
+ * histogram. No barrier: select_list's first orders these stores before every use.
+ * H200, same call (bench/results/2026-12-03-h200-s40, run 8): one row 1M MXFP4 18.5 us
+ * against 18.7, FP8 19.3 - 19.4 against 19.6 - 19.8; 128K batch 8 MXFP4 19.8 - 19.9
+ * against 20.1, FP8 18.8 against 19.0; but 128K / 256K one row 0.1 - 0.2 us slower in
+ * the graph (not in a traced call, where the select itself was ~0.3 us shorter there
+ * too; not explained). With a barrier here (run 7) the same. */
+__device__ __forceinline__ void select_list_prep(const Args &a, SelSmem &sm)
+{
+	const int tid = threadIdx.x;
+	for (int i = tid; i < a.topk; i += kFThreads)
+		sm.ids[i] = INT_MAX;
+	for (int i = tid; i < IDX_BINS2; i += kFThreads)
+		sm.u.h2[i] = 0;
+	if (tid == 0)
+		sm.n_t = 0, sm.n_c = 0, sm.bin = -1, sm.above = 0;
+}
+
+/* L: the row's limit (row_lim; an input, read before the wait). After select_list_prep. */
 template <int PER = STRATA_INDEXER_MAX_TOPK / kFThreads> /* sort_emit's; k <= PER kFThreads */
-__device__ void select_list(const Args &a, int row, SelSmem &sm, FScan::TempStorage &tmp)
+__device__ void select_list(const Args &a, int row, int L, SelSmem &sm, FScan::TempStorage &tmp)
 {
 	const int k = a.topk, tid = threadIdx.x;
 	if (tid == 0)
@@ -558,17 +580,13 @@ __device__ void select_list(const Args &a, int row, SelSmem &sm, FScan::TempStor
 		const uint32_t i = tid + j * kFThreads;
 		ck[j] = i < pre ? __ldcg(cl + i) : 0ull;
 	}
-	const int L = row_lim(a, row);
 	if (L <= k) { /* nothing scored: the row's counters are untouched */
 		if (tid == 0)
 			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
 		write_trivial(a, row, L, false);
 		return;
 	}
-	for (int i = tid; i < k; i += kFThreads)
-		sm.ids[i] = INT_MAX;
 	if (tid == 0) {
-		sm.n_t = 0, sm.n_c = 0, sm.bin = -1, sm.above = 0;
 		idx_trace(a.trace, IDX_T_SELLD);
 		idx_trace_val(a.trace, IDX_T_NLIST, nc);
 	}
@@ -595,9 +613,7 @@ __device__ void select_list(const Args &a, int row, SelSmem &sm, FScan::TempStor
 		idx_sub_bounds(idx_bucket_dev(score_of((unsigned long long)bw << 32)), &base, &shift);
 		shift += 3; /* eight buckets' span */
 		auto sub = [&](unsigned long long key) { return idx_sub_of((uint32_t)(key >> 32), base, shift); };
-		uint32_t *h = sm.u.h2;
-		for (int i = tid; i < IDX_BINS2; i += kFThreads)
-			h[i] = 0;
+		uint32_t *h = sm.u.h2; /* zeroed by select_list_prep */
 		__syncthreads();
 		if (nc <= pre) {
 #pragma unroll

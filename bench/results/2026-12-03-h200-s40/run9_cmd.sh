@@ -2,7 +2,7 @@
 # s40 run 9: which part of run 8's select set-up cost 128K / 256K one row 0.1 - 0.2 us in
 # the graph: new = the working tree (select_list_kernel reads only the row limit before its
 # wait); p2 = run 8's new (select-prep2.patch: the shared set-up stored before the wait too)
-# on 2f4448b; base = 2f4448b (kernels as HEAD). 3 rounds. Carry .deps, build-alt/base-src.
+# on 2f4448b; base = 2f4448b (kernels as HEAD). 2 rounds. Carry .deps, build-alt/base-src.
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -31,7 +31,7 @@ pts() { # LABEL BIN CTX BATCH FMT
 	timeout 60 "$2" bench indexer --ctx "$3" --batch "$4" --rows 1 --fmt "$5" --q8 --wgmma 2>&1 |
 		grep -E "^(fp8|mxfp4) " | awk -v l="$1" '{print l, $1, $3, $4, "graph", $9, "eff", $14, $(NF-5), $(NF-4)}'
 }
-for r in 1 2 3; do
+for r in 1 2; do
 	pts "new r$r" build-gpu/strata 1M,256K,128K 1 mxfp4,fp8
 	pts "base r$r" build-alt/base/strata 1M,256K,128K 1 mxfp4,fp8
 	pts "p2 r$r" build-alt/p2/strata 1M,256K,128K 1 mxfp4,fp8
