@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # s40 run 9: which part of run 8's select set-up cost 128K / 256K one row 0.1 - 0.2 us in
-# the graph: new = the working tree (select_list_kernel reads only the row limit before its
-# wait); p2 = run 8's new (select-prep2.patch: the shared set-up stored before the wait too)
-# on 2f4448b; base = 2f4448b (kernels as HEAD). 2 rounds. Carry .deps, build-alt/base-src.
+# the graph: new = the working tree (2faadae: run 8's new, select-lonly.patch, landed); lo =
+# select-lonly.patch on 2f4448b (select_list_kernel reads only the row limit before its
+# wait); base = 2f4448b (kernels as 2eaff57). 2 rounds. Carry .deps, build-alt/base-src.
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
 cfg() { cmake -S "$1" -B "$2" -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DCMAKE_CUDA_ARCHITECTURES=90 \
 	-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1; }
-rm -rf build-alt/p2-src && cp -r build-alt/base-src build-alt/p2-src &&
-	patch -d build-alt/p2-src -p1 -s <bench/results/2026-12-03-h200-s40/select-prep2.patch || { echo "patch failed"; exit 1; }
-cfg . build-gpu && cfg build-alt/base-src build-alt/base && cfg build-alt/p2-src build-alt/p2 || { echo "configure failed"; exit 1; }
+rm -rf build-alt/lo-src && cp -r build-alt/base-src build-alt/lo-src &&
+	patch -d build-alt/lo-src -p1 -s <bench/results/2026-12-03-h200-s40/select-lonly.patch || { echo "patch failed"; exit 1; }
+cfg . build-gpu && cfg build-alt/base-src build-alt/base && cfg build-alt/lo-src build-alt/lo || { echo "configure failed"; exit 1; }
 cmake --build build-gpu -j12 --target strata_cli kernels_gpu_indexer >/tmp/build_new.log 2>&1 &
 nw=$!
-cmake --build build-alt/p2 -j4 --target strata_cli >/tmp/build_p2.log 2>&1 &
-p2=$!
+cmake --build build-alt/lo -j4 --target strata_cli >/tmp/build_lo.log 2>&1 &
+lo=$!
 cmake --build build-alt/base -j4 --target strata_cli >/tmp/build_base.log 2>&1 || { tail -20 /tmp/build_base.log; exit 1; }
-wait $p2 || { tail -20 /tmp/build_p2.log; exit 1; }
+wait $lo || { tail -20 /tmp/build_lo.log; exit 1; }
 wait $nw || { grep -E "error" /tmp/build_new.log | head; tail -20 /tmp/build_new.log; exit 1; }
 echo "built in $SECONDS s"
 s=$SECONDS
@@ -34,10 +34,10 @@ pts() { # LABEL BIN CTX BATCH FMT
 for r in 1 2; do
 	pts "new r$r" build-gpu/strata 1M,256K,128K 1 mxfp4,fp8
 	pts "base r$r" build-alt/base/strata 1M,256K,128K 1 mxfp4,fp8
-	pts "p2 r$r" build-alt/p2/strata 1M,256K,128K 1 mxfp4,fp8
+	pts "lo r$r" build-alt/lo/strata 1M,256K,128K 1 mxfp4,fp8
 	pts "new r$r" build-gpu/strata 128K 8 mxfp4,fp8
 	pts "base r$r" build-alt/base/strata 128K 8 mxfp4,fp8
-	pts "p2 r$r" build-alt/p2/strata 128K 8 mxfp4,fp8
+	pts "lo r$r" build-alt/lo/strata 128K 8 mxfp4,fp8
 	done | tee "$OUT/ab.txt"
 echo "a/b done at $SECONDS s"
 s=$SECONDS
