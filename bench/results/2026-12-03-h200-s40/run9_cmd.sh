@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # s40 run 9: which part of run 8's select set-up cost 128K / 256K one row 0.1 - 0.2 us in
-# the graph: new = the working tree (2faadae: run 8's new, select-lonly.patch, landed); lo =
+# the graph: new = the working tree (2faadae: run 8's new, select-prep2.patch, landed); lo =
 # select-lonly.patch on 2f4448b (select_list_kernel reads only the row limit before its
 # wait); base = 2f4448b (kernels as 2eaff57). 2 rounds. Carry .deps, build-alt/base-src.
 set -u
