@@ -89,6 +89,8 @@ typedef struct idx_wg_args {
 	uint32_t *count, *hist2, *flag; /* flag: [rows][IDX_FLAGS] */
 	uint32_t *samp;                 /* [rows][IDX_SAMPW]: samp_tail's bound and sample */
 	int samp_x;                     /* samp_tail: the list's expected size in units of k */
+	int samp_tiles;                 /* the staged filing (samp_staged): the first tiles of
+					 * each scan CTA sampled, 1 .. 16 */
 	unsigned samp_sleep;            /* samp_agg: ns asleep between polls of the sample */
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
@@ -468,8 +470,11 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 			       * count above b* (indexer_tail_int.h scan_tail), 3 spare */
 #define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 #define IDX_SAMP_KEYS 4       /* keys of its first tile each CTA of a sampled tail samples */
-#define IDX_SAMPW (32 + 4096)  /* per-row words: the bound (word 0), the sample (from
-			       * word 32; indexer_wgmma.cu kSampWords) */
+#define IDX_SAMPW (32 + 4096 + 4096) /* per-row words: the bound (word 0), the sample
+			       * (from word 32; indexer_wgmma.cu kSampWords), the staged
+			       * filing's stored sample (from IDX_SAMP_STORE) */
+#define IDX_SAMP_STORE (32 + 4096) /* a row's stored sample: 16-bit slots, 64 a scan CTA
+			       * (4 warps x 16 tiles), each bucket + 1 (0: empty) */
 
 #ifdef __CUDACC__
 /* Float value of an ordered fp16 pattern (the inverse of idx_bucket_dev's map). */

@@ -266,6 +266,36 @@ __device__ __forceinline__ void samp_put(const idx_wg_args &a, int row, int warp
 	}
 }
 
+/* The staged filing's sample (samp_agg_of<true>): tile i's sampled key (lane 0's, as
+ * samp_put's) as its bucket + 1 in scan CTA blockIdx.x - 1's slot of warp and tile (no
+ * two writers a slot, no atomic: run 1 of bench/results/2026-12-03-h200-s42 had one
+ * global atomic a key into the histogram); cnt (samp_cnt: the warp's sampled keys at its
+ * last sampled tile, else 0) added to the row's count. */
+__device__ __forceinline__ void samp_put_store(const idx_wg_args &a, int row, int warp, int lane,
+					       bool in, float sc, int i, uint32_t cnt)
+{
+	if (lane == 0) {
+		const uint32_t b = in ? idx_bucket_dev(sc) : (uint32_t)IDX_BINS;
+		uint32_t *w = a.samp + (size_t)row * IDX_SAMPW;
+		reinterpret_cast<uint16_t *>(w + IDX_SAMP_STORE)[(blockIdx.x - 1) * 64 + warp * 16 + i] =
+			(uint16_t)(b + 1u);
+		if (cnt)
+			atomicAdd(w + 32 + IDX_BINS + 1, cnt);
+		if (warp == 0 && (i == 0 || cnt)) /* traced calls: the first and last sampled tile
+						  * (a trace atomic every tile slowed the traced
+						  * scan several us: s42 run 1) */
+			idx_trace(a.trace, IDX_T_SAMPW);
+	}
+}
+
+/* samp_put_store's cnt at tile i of a CTA of n tiles: its samples at its last sampled
+ * tile, none before (one count add a warp, not one a key). */
+__device__ __forceinline__ uint32_t samp_cnt(const idx_wg_args &a, int i, int n)
+{
+	const int m = n < a.samp_tiles ? n : a.samp_tiles;
+	return i == m - 1 ? (uint32_t)m : 0u;
+}
+
 /* CTA x of G (ranges 1) has tiles. */
 __device__ __forceinline__ bool samp_has(long long tiles, int x, int G)
 {
@@ -278,11 +308,17 @@ __device__ __forceinline__ bool samp_has(long long tiles, int x, int G)
  * every word read is final), zeroes it, takes the bucket of the sample's r-th largest
  * and publishes that bucket's lower edge as the bound T (an order-preserving score bits
  * value, idx_ord32) in the row's word 0 and in each scan CTA's flag word. Out of line,
- * with the fields it needs by value. */
+ * with the fields it needs by value.
+ * STORE (the staged filing, samp_staged): each scan CTA x sampled its first
+ * min(n_x, samp_tiles) tiles into its own slots (samp_put_store), and added their count
+ * once a warp; the count complete, the slots are read (a slot still zero, its store not
+ * yet seen past the count's add, is read again), counted into the histogram in shared
+ * memory hs (IDX_BINS + 1 words), and zeroed. */
+template <bool STORE>
 static __device__ __noinline__ void samp_agg_of(const int32_t *req_rows, const int32_t *row_limit,
-						int lim_cap, int topk, int samp_x, uint32_t *samp,
-						unsigned long long *trace, uint32_t *flag, TailSmem &ts,
-						unsigned sleep_ns)
+						int lim_cap, int topk, int samp_x, int samp_tiles,
+						uint32_t *samp, unsigned long long *trace, uint32_t *flag,
+						TailSmem &ts, uint32_t *hs, unsigned sleep_ns)
 {
 	constexpr int PER = IDX_BINS / kWgThreads;
 	const int tid = threadIdx.x, req = (int)blockIdx.y, row = req_rows[req];
@@ -297,14 +333,17 @@ static __device__ __noinline__ void samp_agg_of(const int32_t *req_rows, const i
 	const long long tiles = ((long long)L + kTile - 1) / kTile;
 	const int G = (int)gridDim.x - 1;
 	const bool every = tiles >= G; /* every CTA has tiles (no 64-bit divisions) */
-	uint32_t ncta = (uint32_t)G;
-	if (!every) {
+	uint32_t ncta = (uint32_t)G; /* STORE: the sampled tiles of all CTAs */
+	auto tiles_of = [&](int x) { /* CTA x's tiles (ScanCta::begin's contiguous ranges) */
+		return (int)(tiles * (x + 1) / G - tiles * x / G);
+	};
+	if (!every || STORE) {
 		if (tid == 0)
 			ts.m = 0;
 		__syncthreads();
 		uint32_t c = 0;
 		for (int x = tid; x < G; x += kWgThreads)
-			c += samp_has(tiles, x, G);
+			c += STORE ? (uint32_t)min(tiles_of(x), samp_tiles) : (uint32_t)samp_has(tiles, x, G);
 		atomicAdd(&ts.m, c);
 		__syncthreads();
 		ncta = ts.m;
@@ -326,12 +365,50 @@ static __device__ __noinline__ void samp_agg_of(const int32_t *req_rows, const i
 		idx_trace(trace, IDX_T_AGG1);
 	}
 	__syncthreads();
+	if constexpr (STORE) {
+		for (int b = tid; b <= IDX_BINS; b += kWgThreads)
+			hs[b] = 0;
+		__syncthreads();
+		uint4 *base = reinterpret_cast<uint4 *>(samp + (size_t)row * IDX_SAMPW + IDX_SAMP_STORE);
+		for (int x = tid; x < G; x += kWgThreads) {
+			const int m = min(tiles_of(x), samp_tiles); /* slots a warp filled */
+			uint4 *p = base + (size_t)x * 8; /* warp w: tiles 0 - 7 at 2w, 8 - 15 at 2w + 1 */
+			uint4 v[8];
+#pragma unroll
+			for (int j = 0; j < 8; j++) /* all in flight at once */
+				v[j] = (j & 1) ? (m > 8 ? __ldcg(p + j) : make_uint4(0, 0, 0, 0))
+					       : (m > 0 ? __ldcg(p + j) : make_uint4(0, 0, 0, 0));
+#pragma unroll
+			for (int j = 0; j < 8; j++) {
+				const int need = (j & 1) ? m - 8 : min(m, 8); /* slots filled */
+				if (need <= 0)
+					continue;
+				for (;;) {
+					const uint32_t w4[4] = { v[j].x, v[j].y, v[j].z, v[j].w };
+					bool all = true;
+#pragma unroll
+					for (int e = 0; e < 8; e++)
+						all = all && (e >= need || (w4[e >> 1] >> (16 * (e & 1)) & 0xffffu));
+					if (all)
+						break;
+					v[j] = __ldcg(p + j);
+				}
+				const uint32_t w4[4] = { v[j].x, v[j].y, v[j].z, v[j].w };
+#pragma unroll
+				for (int e = 0; e < 8; e++)
+					if (e < need)
+						atomicAdd(&hs[(w4[e >> 1] >> (16 * (e & 1)) & 0xffffu) - 1u], 1u);
+				p[j] = make_uint4(0, 0, 0, 0); /* zero at rest again */
+			}
+		}
+		__syncthreads();
+	}
 	for (;;) {
 		sum = 0;
 #pragma unroll
 		for (int b = 0; b < PER; b++)
-			c[b] = ld_relaxed(h + grp * PER + b);
-		past = tid == kWgThreads - 1 ? ld_relaxed(h + IDX_BINS) : 0u;
+			c[b] = STORE ? hs[grp * PER + b] : ld_relaxed(h + grp * PER + b);
+		past = tid == kWgThreads - 1 ? (STORE ? hs[IDX_BINS] : ld_relaxed(h + IDX_BINS)) : 0u;
 #pragma unroll
 		for (int b = 0; b < PER; b++)
 			sum += c[b];
@@ -386,10 +463,12 @@ static __device__ __noinline__ void samp_agg_of(const int32_t *req_rows, const i
 	if (tid == kWgThreads - 1)
 		h[IDX_BINS] = 0, h[IDX_BINS + 1] = 0;
 }
-__device__ __forceinline__ void samp_agg(const idx_wg_args &a, uint32_t *, uint32_t *, TailSmem &ts)
+/* The row's sampling CTA (ring: shared memory of >= kSampWords words, free here). */
+template <bool STORE = false>
+__device__ __forceinline__ void samp_agg(const idx_wg_args &a, uint32_t *ring, TailSmem &ts)
 {
-	samp_agg_of(a.req_rows, a.row_limit, a.lim_cap, a.topk, a.samp_x, a.samp, a.trace, a.flag, ts,
-		    a.samp_sleep);
+	samp_agg_of<STORE>(a.req_rows, a.row_limit, a.lim_cap, a.topk, a.samp_x, a.samp_tiles, a.samp,
+			   a.trace, a.flag, ts, ring, a.samp_sleep);
 }
 
 /* A scan CTA's filing after its last tile (samp_tail above): its scores at or above the
@@ -444,6 +523,96 @@ __device__ void samp_tail(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts
 	}
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_FLOOP);
+}
+
+/* The filing where a scan CTA scores more tiles than samp_tail holds (kHold a thread):
+ * one-row batches of long rows with FP8 keys (scan_ss_kernel's SAMP 2; wg_shape's staged
+ * filing), one wave of CTAs in contiguous ranges, each CTA having sampled its first
+ * samp_tiles tiles (samp_put_store). After its last tile the CTA reads
+ * its range of scores back (its own stores, before flush_hist's barrier), stages those
+ * at or above the bound T in shared memory (buf: nbuf keys; a warp-aggregated shared
+ * counter), then reserves their places in the row's list with one atomic and copies
+ * them there. No histogram, no filter kernel, no row barrier: the select (select_list)
+ * follows. A CTA with more than nbuf such keys (a crowd of equal scores) adds cap + 1 to
+ * the row's count instead, so the select takes the top k of every score of the row
+ * (select_all): exact either way. Out of line (inlined, it made the one-set MXFP4 loop,
+ * where s41 tried it, spill 60 bytes at its 80-register cap), with the fields it needs
+ * by value: a reference to the kernel's parameters copies them to the stack, and the
+ * loop then reads them there (s41 run 2: ~20 us slower at 1M batch 8). */
+static __device__ __noinline__ void samp_staged_of(const float *sc, uint32_t *fl, uint32_t *cnt,
+						   unsigned long long *cand, uint32_t cap,
+						   unsigned long long *trace, int x, int n, int G, int L,
+						   TailSmem &ts, unsigned long long *buf, uint32_t nbuf)
+{
+	const int tid = threadIdx.x, lane = tid & 31;
+	/* tile i's keys (x + i G) 64 .. + 63 (ranges: G = 1); float4 v of tile v / 16 */
+	const int nv = n * (kTile / 4);
+	auto key4 = [&](int v) { return (x + (v >> 4) * G) * kTile + 4 * (v & 15); };
+	if (tid == 0) { /* this CTA's own word (samp_agg), zero at rest again once read */
+		ts.m = 0;
+		uint32_t w;
+		while (!(w = ld_relaxed(fl)))
+			;
+		*fl = 0;
+		ts.bin = (int)w;
+		idx_trace(trace, IDX_T_FCUT);
+	}
+	__syncthreads();
+	const uint32_t bt = (uint32_t)ts.bin; /* the bound T */
+	const unsigned lt = (1u << lane) - 1u;
+	constexpr int U = 4; /* float4s a thread in flight */
+	for (int v0 = 0; v0 < nv; v0 += U * kWgThreads) { /* the same trip count for all */
+		float4 s[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const int v = v0 + u * kWgThreads + tid;
+			s[u] = v < nv && key4(v) < L ? *reinterpret_cast<const float4 *>(sc + key4(v))
+						   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		}
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const float e[4] = { s[u].x, s[u].y, s[u].z, s[u].w };
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				const int v = v0 + u * kWgThreads + tid, j = key4(v) + q;
+				const bool in = v < nv && j < L && idx_ord32(e[q]) >= bt;
+				const unsigned m = __ballot_sync(0xffffffffu, in);
+				if (m) {
+					const int ld = __ffs(m) - 1;
+					uint32_t at = 0;
+					if (lane == ld)
+						at = atomicAdd(&ts.m, (uint32_t)__popc(m));
+					at = __shfl_sync(0xffffffffu, at, ld) + (uint32_t)__popc(m & lt);
+					if (in && at < nbuf)
+						buf[at] = idx_key64(e[q], j);
+				}
+			}
+		}
+	}
+	__syncthreads();
+	if (tid == 0) {
+		const uint32_t c = ts.m;
+		if (c > nbuf) /* not all staged: the select takes the whole row */
+			atomicAdd(cnt, cap + 1u);
+		else if (c)
+			ts.nl = atomicAdd(cnt, c);
+	}
+	__syncthreads();
+	const uint32_t c = ts.m, base = ts.nl;
+	if (c <= nbuf)
+		for (uint32_t i = (uint32_t)tid; i < c; i += kWgThreads)
+			if (base + i < cap)
+				cand[base + i] = buf[i];
+	if (tid == 0)
+		idx_trace(trace, IDX_T_FLOOP);
+}
+__device__ __forceinline__ void samp_staged(const idx_wg_args &a, const ScanCta &cta, TailSmem &ts,
+					    unsigned long long *buf, uint32_t nbuf)
+{
+	samp_staged_of(a.scores + (size_t)cta.row * a.sstride,
+		       a.flag + (size_t)cta.row * IDX_FLAGS + (blockIdx.x - 1),
+		       a.count + (size_t)cta.row * IDX_CNT + 1, a.cand + (size_t)cta.row * a.cap,
+		       (uint32_t)a.cap, a.trace, cta.x, cta.n, cta.G, cta.L, ts, buf, nbuf);
 }
 
 #endif

@@ -569,7 +569,9 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
  * tile loop from 213 SASS instructions a warp to 206. H200, 1M keys (run 6 of
  * bench/results/2026-12-01-h200-s17): batch 8 79.6 - 79.8 us a call against 81.4; one
  * row 21.9 us, unchanged. */
-template <int S, int R, bool T, bool SAMP = false>
+/* SAMP: 0, the filter or the row barrier; 1, the sampled tail (samp_tail); 2, the same
+ * with the staged filing (samp_staged: more tiles a CTA than samp_tail holds) */
+template <int S, int R, bool T, int SAMP = 0>
 __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
@@ -577,9 +579,11 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
+	using Sm = SsSmem<S, R>;
+	static_assert(offsetof(Sm, hist) % 8 == 0, "samp_staged's keys fit the histogram's words");
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
-		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.b[0]), sm.tail);
+		samp_agg<SAMP == 2>(a, reinterpret_cast<uint32_t *>(sm.b[0]), sm.tail);
 		return;
 	}
 	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
@@ -698,8 +702,10 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			/* warp w holds keys 16w .. + 15 */
 			const float s0 = score_tile<false, true>(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0],
 								 !SAMP);
-			if (SAMP && i == 0)
+			if (SAMP == 1 && i == 0)
 				samp_put(a, row, warp, lane, key < lr[0], s0);
+			if (SAMP == 2 && i < a.samp_tiles)
+				samp_put_store(a, row, warp, lane, key < lr[0], s0, i, samp_cnt(a, i, n));
 		} else {
 			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
@@ -712,7 +718,10 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 		/* no barrier here: the next tile's first one frees this slot */
 	}
 	flush_hist(a, row, sm.hist, lr);
-	if (SAMP)
+	if (SAMP == 2 && n * kTile > kHold * kWgThreads) /* more than samp_tail holds */
+		samp_staged(a, cta, sm.tail, reinterpret_cast<unsigned long long *>(sm.hist[0]),
+			    sizeof sm.hist / 8);
+	else if (SAMP)
 		samp_tail(a, cta, sm.tail);
 	else if (R == 1 && a.fused == 1) /* one row a CTA (wg_shape) */
 		scan_tail(a, cta, sm.tail);
@@ -873,7 +882,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	static_assert(!SAMP || (!ONE && R == 1), "the sampled tail: the two-set loop, one row");
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.ring) >= kSampWords * 4, "the sample fits the ring");
-		samp_agg(a, sm.hist[0], reinterpret_cast<uint32_t *>(sm.ring[0]), sm.tail);
+		samp_agg(a, reinterpret_cast<uint32_t *>(sm.ring[0]), sm.tail);
 		return;
 	}
 	ScanCta cta{}; /* value-initialised: nvcc warns that begin<R> reads it otherwise */
@@ -1220,9 +1229,32 @@ constexpr int kSampPerSm = 2;
  * request), times up to max_waves waves (kRsWaves). With a->fused asked for, the tail
  * runs where one wave's CTAs each hold at most kHold * 128 scores (*fuse says whether
  * it does). */
+/* The staged filing (samp_staged, scan_ss_kernel's SAMP 2), where one wave's sampled-tail
+ * CTAs would each score more than samp_tail holds (FP8 keys, one row a request: 1M and
+ * 512K batch 8, 128K batch 32 and 64): each CTA samples its first samp_tiles tiles, the
+ * fewest that keep one key in kStagedEvery of the longest row (r >= 3 k / 64 = 24 at k =
+ * 512 with samp_x 3, so that a list too short, which costs the whole-row select, stays
+ * below ~1e-6 a row), at most kStagedTiles (its slots); else the filter path. The fewest
+ * tiles bring the sample in, and T out, soonest: 16 tiles a CTA gained nothing at 512K
+ * batch 8. H200, one binary, graph us (bench/results/2026-12-03-h200-s42, run 2): FP8 512K
+ * batch 8 43.4 - 43.5 against the filter path's 46.1 (eff 0.74 against 0.70), 1M batch 8
+ * 77.0 - 77.3 against 78.0 - 78.1, 128K batch 32 45.1 against 47.9 (0.71 against 0.67),
+ * batch 64 83.7 against 84.6. MXFP4 (the one-set loop at its 80-register cap, where the
+ * staged code spilled) lost 2 - 13 us (runs 0 - 1): not staged. STRATA_IDX_SAMP_STAGED=0
+ * turns it off, STRATA_IDX_SAMP_TILES=n fixes the tiles sampled (A/Bs; read at each
+ * launch). */
+constexpr int kStagedTiles = 16, kStagedEvery = 64;
+
+static bool staged_on(void)
+{
+	const char *e = getenv("STRATA_IDX_SAMP_STAGED");
+	return !(e && *e == '0');
+}
+
 template <typename K>
 static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
-			    long long *gx_out, int *fuse, int max_waves = 1, int *ranges = nullptr)
+			    long long *gx_out, int *fuse, int max_waves = 1, int *ranges = nullptr,
+			    bool staged_ok = false, int *samp_tiles = nullptr)
 {
 	int dev = 0, nsm = 0, per_sm = 0;
 	cudaError_t e;
@@ -1256,10 +1288,23 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	/* the sampled tail: one CTA a row fewer scans, for the row's sampling CTA */
 	long long fx = a->fused == 2 ? slots / nr - 1 : gx;
 	fx = fx > tiles ? tiles : fx;
-	*fuse = a->fused && waves == 1 && a->rows == 1 && holds(fx) && fx <= IDX_FLAGS &&
+	/* the staged filing: ns tiles sampled a CTA, each CTA scoring at least per */
+	const long long per = fx >= 1 ? tiles / fx : 0,
+			nmin = fx >= 1 ? (tiles * kTile + fx * IDX_SAMP_KEYS * kStagedEvery - 1) /
+						 (fx * IDX_SAMP_KEYS * kStagedEvery)
+				       : 0;
+	const char *nse = getenv("STRATA_IDX_SAMP_TILES");
+	long long ns = nse && atoi(nse) > 0 ? atoi(nse) : nmin;
+	ns = ns > per ? per : ns > kStagedTiles ? kStagedTiles : ns;
+	const bool staged = a->fused == 2 && staged_ok && !holds(fx) && staged_on() && ns >= 1 &&
+			    ns * fx * IDX_SAMP_KEYS * kStagedEvery >= tiles * kTile &&
+			    fx * 64 * 2 <= (IDX_SAMPW - IDX_SAMP_STORE) * 4; /* the slots */
+	*fuse = a->fused && waves == 1 && a->rows == 1 && (holds(fx) || staged) && fx <= IDX_FLAGS &&
 			(a->fused != 2 || fx * IDX_SAMP_KEYS <= kSampWords)
 		? a->fused
 		: 0;
+	if (samp_tiles)
+		*samp_tiles = *fuse == 2 && !holds(fx) ? (int)ns : 0;
 	if (*fuse)
 		gx = fx;
 	*gx_out = gx;
@@ -1275,25 +1320,38 @@ template <typename T> struct ident {
 /* The scan in wg_shape's shape; with the fused tail the launch is cooperative: every CTA
  * resident at once, or the launch fails (and runs unfused). kern_s: the same kernel's
  * instance with the sampled tail (its SAMP), which runs where wg_shape fuses it (2); with
- * none (null) a sampled tail asked for runs the row barrier instead. The sampled tail's
- * code lives only in its own instances, so the other paths keep their code as it was. */
+ * none (null) a sampled tail asked for runs the row barrier instead. kern_st (or null):
+ * the instance with the staged filing, where wg_shape stages. The sampled tail's code
+ * lives only in its own instances, so the other paths keep their code as it was. */
 template <typename K, typename... X>
-static int wg_launch(K kern, typename ident<K>::type kern_s, size_t smem, const idx_wg_args *a,
-		     int n_req, int max_limit, cudaStream_t st, int *fused, int max_waves = 1,
-		     const X &...extra)
+static int wg_launch(K kern, typename ident<K>::type kern_s, typename ident<K>::type kern_st,
+		     size_t smem, const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st,
+		     int *fused, int max_waves = 1, const X &...extra)
 {
 	long long gx = 1;
 	int fuse = 0;
-	int ranges = 0;
+	int ranges = 0, ns = 0;
 	idx_wg_args w = *a;
 	if (w.fused == 2 && !kern_s)
 		w.fused = 1;
 	/* the shape (its occupancy) of the instance that runs */
 	cudaError_t e = wg_shape(w.fused == 2 ? kern_s : kern, smem, &w, n_req, max_limit, &gx, &fuse,
-				 max_waves, &ranges);
+				 max_waves, &ranges, kern_st != nullptr, &ns);
+	if (e == cudaSuccess && ns > 0) { /* staged: the same shape for its own instance */
+		long long gx2 = 1;
+		int fuse2 = 0, ranges2 = 0, ns2 = 0;
+		e = wg_shape(kern_st, smem, &w, n_req, max_limit, &gx2, &fuse2, max_waves, &ranges2, true, &ns2);
+		if (e == cudaSuccess && (gx2 != gx || fuse2 != fuse || ns2 != ns)) { /* the filter path */
+			ns = 0;
+			e = wg_shape(kern, smem, &w, n_req, max_limit, &gx, &fuse, max_waves, &ranges);
+		}
+	}
 	if (e != cudaSuccess)
 		return (int)e;
 	w.fused = fuse;
+	w.samp_tiles = ns;
+	if (ns > 0)
+		kern_s = kern_st;
 	w.ranges = ranges;
 	w.tstride = ranges ? 1 : (int)gx;
 	*fused = w.fused;
@@ -1336,8 +1394,10 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 1, false, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 1, true, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, true, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 2>, smem_of<SsSmem<kSsStages, 1>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 1, true, 2>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, false, 1, true>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, false, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
 			wg_prepare(scan_rs_kernel<kRsStages, true, 1>, smem_of<RsSmem<kRsStages, 1>>()) &&
@@ -1391,16 +1451,18 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		CUtensorMap tm;
 		if (tma && ss_tensor_map(a->pages, &tm))
 			return wg_launch(scan_ss_kernel<kSsStages, R, true>,
-					 R == 1 ? scan_ss_kernel<kSsStages, R, true, R == 1> : nullptr, ss, a,
-					 n_req, max_limit, st, fused, 1, tm);
+					 R == 1 ? scan_ss_kernel<kSsStages, R, true, R == 1> : nullptr,
+					 R == 1 ? scan_ss_kernel<kSsStages, R, true, 2 * (R == 1)> : nullptr, ss,
+					 a, n_req, max_limit, st, fused, 1, tm);
 		memset(&tm, 0, sizeof tm); /* unused by the cp.async form */
 		return wg_launch(scan_ss_kernel<kSsStages, R, false>,
-				 R == 1 ? scan_ss_kernel<kSsStages, R, false, R == 1> : nullptr, ss, a, n_req,
-				 max_limit, st, fused, 1, tm);
+				 R == 1 ? scan_ss_kernel<kSsStages, R, false, R == 1> : nullptr,
+				 R == 1 ? scan_ss_kernel<kSsStages, R, false, 2 * (R == 1)> : nullptr, ss, a,
+				 n_req, max_limit, st, fused, 1, tm);
 	}
 	const size_t smem = smem_of<RsSmem<kRsStages, R>>();
 	if (R > 1) /* never fused (wg_shape): the one-set loop */
-		return wg_launch(scan_rs_kernel<kRsStages, true, R>, nullptr, smem, a, n_req, max_limit, st,
+		return wg_launch(scan_rs_kernel<kRsStages, true, R>, nullptr, nullptr, smem, a, n_req, max_limit, st,
 				 fused, R == 2 ? kRsWaves : 1);
 	/* one row: the two-register-set loop where the fused tail runs, else the one-set loop
 	 * (more CTAs an SM; scan_rs_kernel) */
@@ -1410,9 +1472,9 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		wg_shape(scan_rs_kernel<kRsStages, false, 1>, smem, a, n_req, max_limit, &gx, &fuse);
 	if (e != cudaSuccess)
 		return (int)e;
-	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false, 1>, scan_rs_kernel<kRsStages, false, 1, true>,
+	return fuse ? wg_launch(scan_rs_kernel<kRsStages, false, 1>, scan_rs_kernel<kRsStages, false, 1, true>, nullptr,
 				smem, a, n_req, max_limit, st, fused)
-		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, nullptr, smem, a, n_req, max_limit, st,
+		    : wg_launch(scan_rs_kernel<kRsStages, true, 1>, nullptr, nullptr, smem, a, n_req, max_limit, st,
 				fused, kRsWaves);
 }
 

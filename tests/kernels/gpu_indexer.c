@@ -695,6 +695,20 @@ START_TEST(wgmma_sampled)
 			int lm[5] = { 20000, 513, 65536, 300, 777 };
 			wgmma_case(fmt, 512, 5, lm, sd + 4, TD_RANDOM, 0,
 				   mlabel(&what, mname[mode], "mixed lengths"));
+			/* long rows in a batch: one wave's CTAs score ~20 tiles each, more than
+			 * samp_tail holds, so the sampled modes file staged with FP8 keys
+			 * (samp_staged: each CTA's first 6 tiles sampled into their slots); all
+			 * tied, every CTA stages more keys than its buffer and the select takes
+			 * the whole rows */
+			int l4[4] = { 262144, 250001, 200003, 131072 };
+			wgmma_case(fmt, 512, 4, l4, sd + 5, TD_RANDOM, 0,
+				   mlabel(&what, mname[mode], "batch-4 long rows"));
+			if (mode == 2) {
+				wgmma_case(fmt, 1024, 4, l4, sd + 6, TD_CLUSTERED, 0,
+					   mlabel(&what, mname[mode], "batch-4 long rows, top-1024"));
+				wgmma_case(fmt, 512, 4, l4, sd + 7, TD_EQUAL, 1,
+					   mlabel(&what, mname[mode], "batch-4 long rows, all-equal"));
+			}
 			unsetenv("STRATA_IDX_SAMP_X");
 			unsetenv("STRATA_IDX_SAMP");
 			unsetenv("STRATA_IDX_SAMP_MIN");
