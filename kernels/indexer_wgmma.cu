@@ -1225,10 +1225,6 @@ static int wg_ranges(const idx_wg_args *a)
  * (bench/results/2026-12-02-h200-s36). */
 constexpr int kSampPerSm = 2;
 
-/* As many CTAs per request as the GPU holds at once, split over the requests (*gx a
- * request), times up to max_waves waves (kRsWaves). With a->fused asked for, the tail
- * runs where one wave's CTAs each hold at most kHold * 128 scores (*fuse says whether
- * it does). */
 /* The staged filing (samp_staged, scan_ss_kernel's SAMP 2), where one wave's sampled-tail
  * CTAs would each score more than samp_tail holds (FP8 keys, one row a request: 1M and
  * 512K batch 8, 128K batch 32 and 64): each CTA samples its first samp_tiles tiles, the
@@ -1251,6 +1247,11 @@ static bool staged_on(void)
 	return !(e && *e == '0');
 }
 
+/* As many CTAs per request as the GPU holds at once, split over the requests (*gx a
+ * request), times up to max_waves waves (kRsWaves). With a->fused asked for, the tail
+ * runs where one wave's CTAs each hold at most kHold * 128 scores (*fuse says whether
+ * it does), or, with staged_ok, where the staged filing can run (*samp_tiles: the tiles
+ * each CTA samples; 0 where it does not stage). */
 template <typename K>
 static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req, int max_limit,
 			    long long *gx_out, int *fuse, int max_waves = 1, int *ranges = nullptr,
