@@ -696,10 +696,9 @@ START_TEST(wgmma_sampled)
 			wgmma_case(fmt, 512, 5, lm, sd + 4, TD_RANDOM, 0,
 				   mlabel(&what, mname[mode], "mixed lengths"));
 			/* long rows in a batch: one wave's CTAs score ~20 tiles each, more than
-			 * samp_tail holds, so the sampled modes file staged with FP8 keys
-			 * (samp_staged: each CTA's first 6 tiles sampled into their slots); all
-			 * tied, every CTA stages more keys than its buffer and the select takes
-			 * the whole rows */
+			 * samp_tail holds; on an H200 the filter path (197 scan CTAs a request,
+			 * more than the staged filing's sample slots hold: it runs at batch 8,
+			 * below) */
 			int l4[4] = { 262144, 250001, 200003, 131072 };
 			wgmma_case(fmt, 512, 4, l4, sd + 5, TD_RANDOM, 0,
 				   mlabel(&what, mname[mode], "batch-4 long rows"));
@@ -708,6 +707,27 @@ START_TEST(wgmma_sampled)
 					   mlabel(&what, mname[mode], "batch-4 long rows, top-1024"));
 				wgmma_case(fmt, 512, 4, l4, sd + 7, TD_EQUAL, 1,
 					   mlabel(&what, mname[mode], "batch-4 long rows, all-equal"));
+			}
+			/* two rows a request, long (the filter path: the staged filing is one
+			 * row a request; bench/results/2026-12-03-h200-s43 measured it at two):
+			 * a request with one row, one whose first row is not scored (<= k),
+			 * one short request; all-equal */
+			const int r2[4] = { 2, 2, 1, 2 };
+			int l2[7] = { 131072, 131073, 100003, 100004, 120001, 300, 9001 };
+			wgmma_rows_case(fmt, 512, 4, r2, l2, sd + 8, TD_RANDOM, 0,
+					mlabel(&what, mname[mode], "two rows, long"));
+			if (mode == 2) {
+				wgmma_rows_case(fmt, 512, 4, r2, l2, sd + 11, TD_EQUAL, 1,
+						mlabel(&what, mname[mode], "two rows, long, all-equal"));
+				/* one row a request at batch 8 (98 scan CTAs a request, within the
+				 * sample slots: staged with FP8 keys; at batch 4, 197 are not) */
+				int l8[8];
+				for (int i = 0; i < 8; i++)
+					l8[i] = 131072 - 4099 * i;
+				wgmma_case(fmt, 512, 8, l8, sd + 13, TD_RANDOM, 0,
+					   mlabel(&what, mname[mode], "batch-8 long rows"));
+				wgmma_case(fmt, 512, 8, l8, sd + 14, TD_EQUAL, 1,
+					   mlabel(&what, mname[mode], "batch-8 long rows, all-equal"));
 			}
 			unsetenv("STRATA_IDX_SAMP_X");
 			unsetenv("STRATA_IDX_SAMP");
