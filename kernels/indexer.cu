@@ -767,10 +767,10 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		int shift;
 		idx_sub_bounds(bstar, &base, &shift);
 		const int lane = tid & 31;
-		const unsigned lt = (1u << lane) - 1u;
 		/* Places in the row's lists: one 64-bit atomic a round for the whole CTA
-		 * (selected count low, candidates high), one shared atomic a warp and list. The
-		 * lists' order does not matter (the select sorts the k ids). */
+		 * (selected count low, candidates high), one shared atomic a warp and list, and
+		 * within a warp one scan of its lanes' counts. The lists' order does not matter
+		 * (the select sorts the k ids). */
 		unsigned long long *cnt64 =
 			reinterpret_cast<unsigned long long *>(a.count + (size_t)row * IDX_CNT);
 		auto id_at = [&](int r, int u) { return start + r * step + u * kFThreads + tid; };
@@ -779,10 +779,17 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		 * which the bucket map folds into +0; NaN or -inf for the lowest buckets, where
 		 * every score goes on). Nearly every warp's 32 scores of a slot lie below it
 		 * (b* holds the k-th largest of the row): those skip the bucket arithmetic and
-		 * the writes. live: the warp's slots (r, u) with a score at or above thr.
-		 * Rounds and skip together (either alone was no faster): batch 8 FP8 85.8 -
-		 * 85.9 us a call against 87.3 - 87.5, MXFP4 91.2 - 91.5 against 92.5 - 93.2
-		 * (bench/results/2026-11-30-h200-s15, run 1). */
+		 * the writes. Rounds and skip together (either alone was no faster): batch 8
+		 * FP8 85.8 - 85.9 us a call against 87.3 - 87.5, MXFP4 91.2 - 91.5 against
+		 * 92.5 - 93.2 (bench/results/2026-11-30-h200-s15, run 1).
+		 * Each thread classes its own scores of a round (cls: 2 bits a slot, 2 selected,
+		 * 1 candidate) and takes its places from one warp scan of its two counts; the
+		 * writes then visit only the slots some lane of the warp holds. Two ballots a
+		 * live slot in each pass before (a slot's 32 scores are live with odds ~k / L
+		 * each, so at 128K most slots were): two FP8 rows 128K batch 32 60.3 - 60.4 us
+		 * against 61.3, 512K batch 8 56.7 - 57.0 against 57.2 - 57.4, 512K batch 32
+		 * 201.3 - 201.6 against 203.1 - 205.7 (bench/results/2026-12-03-h200-s44,
+		 * run 2). */
 		const uint32_t o_thr = (bstar << 5) - 1u;
 		const float thr =
 			bstar == 0u ? -INFINITY : idx_ord16_value(o_thr == 0x7fffu ? 0x7ffeu : o_thr);
@@ -790,7 +797,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 			return id_at(r, u) < L && !(s[r][u] < thr);
 		};
 		for (;;) {
-			uint32_t ns = 0, nc = 0, live = 0;
+			uint32_t cls = 0;
 #pragma unroll
 			for (int r = 0; r < kFRound; r++)
 #pragma unroll
@@ -798,16 +805,28 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 					const bool in = at_or_above(r, u);
 					if (!__any_sync(0xffffffffu, in))
 						continue;
-					live |= 1u << (r * kFPer + u);
-					const uint32_t b = in ? idx_bucket_dev(s[r][u]) : 0u;
-					ns += (uint32_t)__popc(__ballot_sync(0xffffffffu, in && b > bstar));
-					nc += (uint32_t)__popc(__ballot_sync(0xffffffffu, in && b == bstar));
+					const uint32_t b = idx_bucket_dev(s[r][u]);
+					const uint32_t c = !in ? 0u : b > bstar ? 2u : b == bstar ? 1u : 0u;
+					cls |= c << (2 * (r * kFPer + u));
 				}
+			static_assert(kFRound * kFPer <= 16, "two bits a slot in one word");
+			const uint32_t v = (uint32_t)__popc(cls & 0xaaaaaaaau) |
+					   (uint32_t)__popc(cls & 0x55555555u) << 16;
+			uint32_t x = v;
+#pragma unroll
+			for (int d = 1; d < 32; d <<= 1) {
+				const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
+				if (lane >= d)
+					x += y;
+			}
+			const uint32_t tot = __shfl_sync(0xffffffffu, x, 31); /* the warp's counts */
+			if (tid == 0)
+				idx_trace(a.trace, IDX_T_FP1);
 			uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
-			if (lane == 0 && ns)
-				ws = atomicAdd(&sm.n_t, ns);
-			if (lane == 0 && nc)
-				wc = atomicAdd(&sm.n_c, nc);
+			if (lane == 0 && (tot & 0xffffu))
+				ws = atomicAdd(&sm.n_t, tot & 0xffffu);
+			if (lane == 0 && (tot >> 16))
+				wc = atomicAdd(&sm.n_c, tot >> 16);
 			__syncthreads();
 			if (tid == 0) {
 				const unsigned long long both = sm.n_t | (unsigned long long)sm.n_c << 32;
@@ -817,35 +836,37 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 				sm.n_t = 0, sm.n_c = 0; /* every warp has added: ready for the next round */
 			}
 			__syncthreads();
-			uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0);
-			uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0);
+			if (tid == 0)
+				idx_trace(a.trace, IDX_T_FAT);
+			const uint32_t ex = x - v;
+			uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0) + (ex & 0xffffu);
+			uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0) + (ex >> 16);
+			const uint32_t wl = __reduce_or_sync(0xffffffffu, cls); /* warp-uniform */
 #pragma unroll
 			for (int r = 0; r < kFRound; r++)
 #pragma unroll
 				for (int u = 0; u < kFPer; u++) {
-					if (!(live >> (r * kFPer + u) & 1u)) /* warp-uniform */
+					const int sh = 2 * (r * kFPer + u);
+					if (!(wl >> sh & 3u)) /* warp-uniform */
 						continue;
+					const uint32_t c = cls >> sh & 3u;
 					const int j = id_at(r, u);
-					const bool in = at_or_above(r, u);
-					const uint32_t b = in ? idx_bucket_dev(s[r][u]) : 0u;
-					const unsigned ms = __ballot_sync(0xffffffffu, in && b > bstar);
-					const unsigned mc = __ballot_sync(0xffffffffu, in && b == bstar);
-					if (ms >> lane & 1) {
-						const uint32_t idx = bs + (uint32_t)__popc(ms & lt);
-						if (idx < (uint32_t)k)
-							a.sel[(size_t)row * k + idx] = idx_key64(s[r][u], j);
+					if (c == 2u) {
+						if (bs < (uint32_t)k)
+							a.sel[(size_t)row * k + bs] = idx_key64(s[r][u], j);
+						bs++;
 					}
-					if (mc >> lane & 1) {
+					if (wl >> sh & 1u) { /* warp-uniform: agg_inc votes */
 						const uint32_t o = idx_ord32(s[r][u]);
-						agg_inc(&sm.u.h2[idx_sub_of(o, base, shift)], true);
-						const uint32_t idx = bc + (uint32_t)__popc(mc & lt);
-						if (idx < a.cap)
-							a.cand[(size_t)row * a.cap + idx] =
-								((unsigned long long)o << 32) |
-								(unsigned long long)(0xffffffffu - (uint32_t)j);
+						agg_inc(&sm.u.h2[c == 1u ? idx_sub_of(o, base, shift) : 0u], c == 1u);
+						if (c == 1u) {
+							if (bc < a.cap)
+								a.cand[(size_t)row * a.cap + bc] =
+									((unsigned long long)o << 32) |
+									(unsigned long long)(0xffffffffu - (uint32_t)j);
+							bc++;
+						}
 					}
-					bs += (uint32_t)__popc(ms);
-					bc += (uint32_t)__popc(mc);
 				}
 			start += kFRound * step;
 			if (start >= L)
@@ -1204,7 +1225,7 @@ static void trace_end(cudaStream_t st, const unsigned long long *buf)
 						 "class", "sort0", "sort1", "end", "sel0",
 						 "selld", "s_cnt", "s_scan", "s_scat", "scan2",
 						 "fcut", "floop", "fh2", "selin", "agg0", "agg1",
-						 "#list", "sampw", "agg2" };
+						 "#list", "sampw", "agg2", "fp1", "fat" };
 	auto us = [&](unsigned long long v) {
 		return v && v != ~0ull ? (double)(long long)(v - t[0]) / 1e3 : -1.0;
 	};

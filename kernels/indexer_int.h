@@ -119,7 +119,10 @@ enum { IDX_T_SCAN0, IDX_T_FILT0, IDX_T_SCAN1, IDX_T_FILT1, IDX_T_CUT2, IDX_T_CLA
 	* (a count, not a time) the length of the row's list at the select */
        IDX_T_AGG0, IDX_T_AGG1, IDX_T_NLIST,
        /* a scan CTA's sample counted; the sampling CTA's bound found */
-       IDX_T_SAMPW, IDX_T_AGG2, IDX_TRACE_N };
+       IDX_T_SAMPW, IDX_T_AGG2,
+       /* inside a filter CTA, its first round: scores classed and counted; its places
+	* in the row's lists taken */
+       IDX_T_FP1, IDX_T_FAT, IDX_TRACE_N };
 
 #ifdef STRATA_HAVE_CUDA
 #ifdef __cplusplus
