@@ -84,6 +84,7 @@ struct Args {
 	strata_attn_prestage_params st;
 	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
 	uint32_t *sw; /* select_list: the sampled tail's bound words, [rows][IDX_SAMPW] */
+	int cl_loc;   /* filter_cl_kernel: bucket-b* keys its leader holds (<= kClLoc) */
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -689,6 +690,157 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 
 #include "kernels/indexer_stage_int.h" /* stage_role */
 
+/* Where filter_rounds puts a row's places and entries: its lists in global memory
+ * (filter_kernel; the row's last CTA selects from them) with this CTA's bin-2 counts in
+ * its shared memory (flushed after the rounds). place(both) takes the CTA's places for
+ * a round (selected count low, candidates high) and returns the lists' counts before
+ * them; sel / cand store an entry at a place (past a list's room: dropped, counted). */
+struct GlobalSink {
+	const Args &a;
+	int row;
+	SelSmem &sm;
+	unsigned long long *cnt64;
+	__device__ __forceinline__ unsigned long long place(unsigned long long both) const
+	{
+		return both ? atomicAdd(cnt64, both) : 0ull;
+	}
+	__device__ __forceinline__ void sel(uint32_t at, float s, int j) const
+	{
+		if (at < (uint32_t)a.topk)
+			a.sel[(size_t)row * a.topk + at] = idx_key64(s, j);
+	}
+	__device__ __forceinline__ void cand(uint32_t at, uint32_t o, int j) const
+	{
+		if (at < a.cap)
+			a.cand[(size_t)row * a.cap + at] =
+				((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (uint32_t)j);
+	}
+	__device__ __forceinline__ uint32_t *h2() const
+	{
+		return sm.u.h2;
+	}
+};
+
+/* This CTA's rounds over its chunks of row `row` (start, start + step, ... of kFChunk
+ * scores, kFRound at a time; the first round's scores already in s), given the row's
+ * first-level cut b*: ids with bucket > b* to the selected list, bucket-b* keys to the
+ * candidate list, counted by sub-bin into sink.h2(). */
+template <typename Sink>
+__device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int start, int step,
+					      float (&s)[kFRound][kFPer], uint32_t bstar, SelSmem &sm,
+					      const Sink &sink)
+{
+	const int tid = threadIdx.x;
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	uint32_t *h2 = sink.h2();
+	uint32_t base;
+	int shift;
+	idx_sub_bounds(bstar, &base, &shift);
+	const int lane = tid & 31;
+	/* Places in the row's lists: one 64-bit atomic a round for the whole CTA
+	 * (selected count low, candidates high), one shared atomic a warp and list, and
+	 * within a warp one scan of its lanes' counts. The lists' order does not matter
+	 * (the select sorts the k ids). The sink takes the places and the entries. */
+	auto id_at = [&](int r, int u) { return start + r * step + u * kFThreads + tid; };
+	/* A score below thr cannot reach bucket b*: idx_bucket_dev rounds to fp16
+	 * (monotone) and thr is the fp16 value just below b*'s range (skipping -0,
+	 * which the bucket map folds into +0; NaN or -inf for the lowest buckets, where
+	 * every score goes on). Nearly every warp's 32 scores of a slot lie below it
+	 * (b* holds the k-th largest of the row): those skip the bucket arithmetic and
+	 * the writes. Rounds and skip together (either alone was no faster): batch 8
+	 * FP8 85.8 - 85.9 us a call against 87.3 - 87.5, MXFP4 91.2 - 91.5 against
+	 * 92.5 - 93.2 (bench/results/2026-11-30-h200-s15, run 1).
+	 * Each thread classes its own scores of a round (cls: 2 bits a slot, 2 selected,
+	 * 1 candidate) and takes its places from one warp scan of its two counts; the
+	 * writes then visit only the slots some lane of the warp holds. Two ballots a
+	 * live slot in each pass before (a slot's 32 scores are live with odds ~k / L
+	 * each, so at 128K most slots were): two FP8 rows 128K batch 32 60.3 - 60.4 us
+	 * against 61.3, 512K batch 8 56.7 - 57.0 against 57.2 - 57.4, 512K batch 32
+	 * 201.3 - 201.6 against 203.1 - 205.7 (bench/results/2026-12-03-h200-s44,
+	 * run 2). */
+	const uint32_t o_thr = (bstar << 5) - 1u;
+	const float thr =
+		bstar == 0u ? -INFINITY : idx_ord16_value(o_thr == 0x7fffu ? 0x7ffeu : o_thr);
+	auto at_or_above = [&](int r, int u) {
+		return id_at(r, u) < L && !(s[r][u] < thr);
+	};
+	for (;;) {
+		uint32_t cls = 0;
+#pragma unroll
+		for (int r = 0; r < kFRound; r++)
+#pragma unroll
+			for (int u = 0; u < kFPer; u++) {
+				const bool in = at_or_above(r, u);
+				if (!__any_sync(0xffffffffu, in))
+					continue;
+				const uint32_t b = idx_bucket_dev(s[r][u]);
+				const uint32_t c = !in ? 0u : b > bstar ? 2u : b == bstar ? 1u : 0u;
+				cls |= c << (2 * (r * kFPer + u));
+			}
+		static_assert(kFRound * kFPer <= 16, "two bits a slot in one word");
+		const uint32_t v = (uint32_t)__popc(cls & 0xaaaaaaaau) |
+				   (uint32_t)__popc(cls & 0x55555555u) << 16;
+		uint32_t x = v;
+#pragma unroll
+		for (int d = 1; d < 32; d <<= 1) {
+			const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
+			if (lane >= d)
+				x += y;
+		}
+		const uint32_t tot = __shfl_sync(0xffffffffu, x, 31); /* the warp's counts */
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_FP1);
+		uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
+		if (lane == 0 && (tot & 0xffffu))
+			ws = atomicAdd(&sm.n_t, tot & 0xffffu);
+		if (lane == 0 && (tot >> 16))
+			wc = atomicAdd(&sm.n_c, tot >> 16);
+		__syncthreads();
+		if (tid == 0) {
+			const unsigned long long both = sm.n_t | (unsigned long long)sm.n_c << 32;
+			const unsigned long long at = sink.place(both);
+			sm.g_sel = (uint32_t)at;
+			sm.g_cand = (uint32_t)(at >> 32);
+			sm.n_t = 0, sm.n_c = 0; /* every warp has added: ready for the next round */
+		}
+		__syncthreads();
+		if (tid == 0)
+			idx_trace(a.trace, IDX_T_FAT);
+		const uint32_t ex = x - v;
+		uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0) + (ex & 0xffffu);
+		uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0) + (ex >> 16);
+		const uint32_t wl = __reduce_or_sync(0xffffffffu, cls); /* warp-uniform */
+#pragma unroll
+		for (int r = 0; r < kFRound; r++)
+#pragma unroll
+			for (int u = 0; u < kFPer; u++) {
+				const int sh = 2 * (r * kFPer + u);
+				if (!(wl >> sh & 3u)) /* warp-uniform */
+					continue;
+				const uint32_t c = cls >> sh & 3u;
+				const int j = id_at(r, u);
+				if (c == 2u) {
+					sink.sel(bs, s[r][u], j);
+					bs++;
+				}
+				if (wl >> sh & 1u) { /* warp-uniform: agg_inc votes */
+					const uint32_t o = idx_ord32(s[r][u]);
+					agg_inc(&h2[c == 1u ? idx_sub_of(o, base, shift) : 0u], c == 1u);
+					if (c == 1u) {
+						sink.cand(bc, o, j);
+						bc++;
+					}
+				}
+			}
+		start += kFRound * step;
+		if (start >= L)
+			break;
+#pragma unroll
+		for (int r = 0; r < kFRound; r++)
+			load_chunk(sc, start + r * step, L, s[r]);
+	}
+}
+
 /* grid (sx + fx, n_rows) (filter_shape). Filter CTA x walks score chunks x, x + fx, ...
  * of kFChunk, kFRound at a time. Appends ids with bucket > b* to the row's
  * selected list and bucket-b* keys to its candidate list, counting them by sub-bin.
@@ -763,116 +915,10 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	if (cut && bx == 0 && tid == 0)
 		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
 	if (cut) {
-		uint32_t base;
-		int shift;
-		idx_sub_bounds(bstar, &base, &shift);
-		const int lane = tid & 31;
-		/* Places in the row's lists: one 64-bit atomic a round for the whole CTA
-		 * (selected count low, candidates high), one shared atomic a warp and list, and
-		 * within a warp one scan of its lanes' counts. The lists' order does not matter
-		 * (the select sorts the k ids). */
 		unsigned long long *cnt64 =
 			reinterpret_cast<unsigned long long *>(a.count + (size_t)row * IDX_CNT);
-		auto id_at = [&](int r, int u) { return start + r * step + u * kFThreads + tid; };
-		/* A score below thr cannot reach bucket b*: idx_bucket_dev rounds to fp16
-		 * (monotone) and thr is the fp16 value just below b*'s range (skipping -0,
-		 * which the bucket map folds into +0; NaN or -inf for the lowest buckets, where
-		 * every score goes on). Nearly every warp's 32 scores of a slot lie below it
-		 * (b* holds the k-th largest of the row): those skip the bucket arithmetic and
-		 * the writes. Rounds and skip together (either alone was no faster): batch 8
-		 * FP8 85.8 - 85.9 us a call against 87.3 - 87.5, MXFP4 91.2 - 91.5 against
-		 * 92.5 - 93.2 (bench/results/2026-11-30-h200-s15, run 1).
-		 * Each thread classes its own scores of a round (cls: 2 bits a slot, 2 selected,
-		 * 1 candidate) and takes its places from one warp scan of its two counts; the
-		 * writes then visit only the slots some lane of the warp holds. Two ballots a
-		 * live slot in each pass before (a slot's 32 scores are live with odds ~k / L
-		 * each, so at 128K most slots were): two FP8 rows 128K batch 32 60.3 - 60.4 us
-		 * against 61.3, 512K batch 8 56.7 - 57.0 against 57.2 - 57.4, 512K batch 32
-		 * 201.3 - 201.6 against 203.1 - 205.7 (bench/results/2026-12-03-h200-s44,
-		 * run 2). */
-		const uint32_t o_thr = (bstar << 5) - 1u;
-		const float thr =
-			bstar == 0u ? -INFINITY : idx_ord16_value(o_thr == 0x7fffu ? 0x7ffeu : o_thr);
-		auto at_or_above = [&](int r, int u) {
-			return id_at(r, u) < L && !(s[r][u] < thr);
-		};
-		for (;;) {
-			uint32_t cls = 0;
-#pragma unroll
-			for (int r = 0; r < kFRound; r++)
-#pragma unroll
-				for (int u = 0; u < kFPer; u++) {
-					const bool in = at_or_above(r, u);
-					if (!__any_sync(0xffffffffu, in))
-						continue;
-					const uint32_t b = idx_bucket_dev(s[r][u]);
-					const uint32_t c = !in ? 0u : b > bstar ? 2u : b == bstar ? 1u : 0u;
-					cls |= c << (2 * (r * kFPer + u));
-				}
-			static_assert(kFRound * kFPer <= 16, "two bits a slot in one word");
-			const uint32_t v = (uint32_t)__popc(cls & 0xaaaaaaaau) |
-					   (uint32_t)__popc(cls & 0x55555555u) << 16;
-			uint32_t x = v;
-#pragma unroll
-			for (int d = 1; d < 32; d <<= 1) {
-				const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
-				if (lane >= d)
-					x += y;
-			}
-			const uint32_t tot = __shfl_sync(0xffffffffu, x, 31); /* the warp's counts */
-			if (tid == 0)
-				idx_trace(a.trace, IDX_T_FP1);
-			uint32_t ws = 0, wc = 0; /* this warp's places in the CTA's share */
-			if (lane == 0 && (tot & 0xffffu))
-				ws = atomicAdd(&sm.n_t, tot & 0xffffu);
-			if (lane == 0 && (tot >> 16))
-				wc = atomicAdd(&sm.n_c, tot >> 16);
-			__syncthreads();
-			if (tid == 0) {
-				const unsigned long long both = sm.n_t | (unsigned long long)sm.n_c << 32;
-				const unsigned long long at = both ? atomicAdd(cnt64, both) : 0ull;
-				sm.g_sel = (uint32_t)at;
-				sm.g_cand = (uint32_t)(at >> 32);
-				sm.n_t = 0, sm.n_c = 0; /* every warp has added: ready for the next round */
-			}
-			__syncthreads();
-			if (tid == 0)
-				idx_trace(a.trace, IDX_T_FAT);
-			const uint32_t ex = x - v;
-			uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0) + (ex & 0xffffu);
-			uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0) + (ex >> 16);
-			const uint32_t wl = __reduce_or_sync(0xffffffffu, cls); /* warp-uniform */
-#pragma unroll
-			for (int r = 0; r < kFRound; r++)
-#pragma unroll
-				for (int u = 0; u < kFPer; u++) {
-					const int sh = 2 * (r * kFPer + u);
-					if (!(wl >> sh & 3u)) /* warp-uniform */
-						continue;
-					const uint32_t c = cls >> sh & 3u;
-					const int j = id_at(r, u);
-					if (c == 2u) {
-						if (bs < (uint32_t)k)
-							a.sel[(size_t)row * k + bs] = idx_key64(s[r][u], j);
-						bs++;
-					}
-					if (wl >> sh & 1u) { /* warp-uniform: agg_inc votes */
-						const uint32_t o = idx_ord32(s[r][u]);
-						agg_inc(&sm.u.h2[c == 1u ? idx_sub_of(o, base, shift) : 0u], c == 1u);
-						if (c == 1u) {
-							if (bc < a.cap)
-								a.cand[(size_t)row * a.cap + bc] =
-									((unsigned long long)o << 32) |
-									(unsigned long long)(0xffffffffu - (uint32_t)j);
-							bc++;
-						}
-					}
-				}
-			start += kFRound * step;
-			if (start >= L)
-				break;
-			load_round(start);
-		}
+		const GlobalSink gs{ a, row, sm, cnt64 };
+		filter_rounds(a, row, L, start, step, s, bstar, sm, gs);
 		__syncthreads();
 		if (tid == 0)
 			idx_trace(a.trace, IDX_T_FLOOP);
@@ -914,6 +960,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 		clear_row(a, row);
 	}
 }
+
+#include "kernels/indexer_cluster_int.h" /* filter_cl_kernel */
 
 /* grid n_rows: the select after a fused scan (its programmatic dependent: the scan's
  * tail filed the lists) or after the filter (the phases benchmark aid). */
@@ -1083,6 +1131,73 @@ static int samp_on(int lim_cap)
 static int samp_x(void)
 {
 	return samp_env("STRATA_IDX_SAMP_X", 3);
+}
+
+/* The filter and select as one cluster a row (filter_cl_kernel): its CTAs meet in the
+ * leader's shared memory instead of L2 (indexer_cluster_int.h). The cluster takes the
+ * row's filter_shape CTAs (fx), at most STRATA_IDX_FCL (8 by default; up to 16, a
+ * non-portable size; 0: never), fewer where the GPU cannot hold every row's cluster at
+ * once (a second wave of clusters costs more than the cluster saves: 128K batch 32, two
+ * rows, 64 clusters of 4: 62.8 - 63.1 us against filter_kernel's 61.5 - 61.7;
+ * bench/results/2026-12-03-h200-s45, run 1), so long as a CTA then walks at most
+ * STRATA_IDX_FCL_ROUNDS rounds of chunks (2); and only where no staging CTAs ride on the
+ * launch. STRATA_IDX_FCL_ALL=1 takes the cluster on every shape that can run one (tests);
+ * STRATA_IDX_FCL_LOC: the leader's room for bucket-b* keys (kClLoc; tests lower it to
+ * drive the global list). Returns the cluster size, or 0 for filter_kernel. Read at each
+ * call; the GPU's answer is asked once a kernel and size. */
+static int cluster_room(void (*kern)(Args), int c)
+{
+	struct Known {
+		void (*kern)(Args);
+		int c, n;
+	};
+	static Known known[2 * kClMax];
+	static int n_known = 0;
+	for (int i = 0; i < n_known; i++)
+		if (known[i].kern == kern && known[i].c == c)
+			return known[i].n;
+	int n = 0;
+	if (c <= 8 || cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+			      cudaSuccess) {
+		cudaLaunchConfig_t cfg = {};
+		cudaLaunchAttribute at[1];
+		cfg.gridDim = dim3((unsigned)c, 1);
+		cfg.blockDim = dim3(kFThreads);
+		at[0].id = cudaLaunchAttributeClusterDimension;
+		at[0].val.clusterDim.x = (unsigned)c;
+		at[0].val.clusterDim.y = 1;
+		at[0].val.clusterDim.z = 1;
+		cfg.attrs = at;
+		cfg.numAttrs = 1;
+		if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess)
+			n = 0;
+	}
+	(void)cudaGetLastError(); /* a GPU without clusters: filter_kernel */
+	if (getenv("STRATA_IDX_TRACE"))
+		fprintf(stderr, "idx-fcl: clusters of %d: %d at once\n", c, n);
+	if (n_known < 2 * kClMax)
+		known[n_known++] = Known{ kern, c, n };
+	return n;
+}
+
+static int filter_cluster(void (*kern)(Args), int fx, const strata_indexer_params *p)
+{
+	int mx = samp_env("STRATA_IDX_FCL", 8);
+	mx = mx > kClMax ? kClMax : mx;
+	if (mx <= 0 || fx < 1)
+		return 0;
+	const bool all = samp_env("STRATA_IDX_FCL_ALL", 0) != 0;
+	const long long rmax = samp_env("STRATA_IDX_FCL_ROUNDS", 2);
+	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
+	for (int c = fx < mx ? fx : mx; c >= 1; c--) {
+		const long long rounds = ((chunks + c - 1) / c + kFRound - 1) / kFRound;
+		if (!all && rounds > rmax)
+			return 0; /* a smaller cluster only walks more */
+		const int n = cluster_room(kern, c);
+		if (n >= p->n_rows || (all && n >= 1))
+			return c;
+	}
+	return 0;
 }
 
 /* The whole indexer on stream s; with ev (5 events) recorded at the start, after the
@@ -1261,6 +1376,34 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		return strata_dev_check(dev, "indexer: select");
 	}
 	if (!ev) {
+		constexpr int kPer = STRATA_INDEXER_MAX_TOPK / kFThreads;
+		auto cl_kern = p->topk <= kFThreads ? filter_cl_kernel<1> : filter_cl_kernel<kPer>;
+		const int c = scored && !sx ? filter_cluster(cl_kern, fx, p) : 0;
+		if (c) {
+			a.fx = c;
+			const int loc = samp_env("STRATA_IDX_FCL_LOC", kClLoc);
+			a.cl_loc = loc < 0 ? 0 : loc > kClLoc ? kClLoc : loc;
+			cudaLaunchConfig_t cfg = {};
+			cudaLaunchAttribute at[2];
+			cfg.gridDim = dim3((unsigned)c, (unsigned)p->n_rows);
+			cfg.blockDim = dim3(kFThreads);
+			cfg.stream = st;
+			at[0].id = cudaLaunchAttributeClusterDimension;
+			at[0].val.clusterDim.x = (unsigned)c;
+			at[0].val.clusterDim.y = 1;
+			at[0].val.clusterDim.z = 1;
+			at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+			at[1].val.programmaticStreamSerializationAllowed = 1;
+			cfg.attrs = at;
+			cfg.numAttrs = p->after_scan ? 1 : 2;
+			if (cudaLaunchKernelEx(&cfg, cl_kern, a) != cudaSuccess) {
+				err = strata_dev_check(dev, "indexer: cluster filter+select launch");
+				return err ? err : STRATA_E_CUDA;
+			}
+			if (a.trace)
+				trace_end(st, a.trace);
+			return strata_dev_check(dev, "indexer: cluster filter+select");
+		}
 		/* filter with the row's select fused into its last CTA. (The select as the
 		 * filter's own programmatic dependent measured no faster on the H200: its
 		 * grid started ~1 us after the filter's last CTA, as long as the fences and

@@ -159,6 +159,112 @@ __device__ __forceinline__ bool row_cut(const Args &a, int row, SelSmem &sm,
 					FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1);
 __device__ void clear_row(const Args &a, int row);
 
+/* The select's second level, once a row's first-level cut (b*, above1), its ids above b*
+ * (sm.ids[0, above1), with their scores; INT_MAX past them) and its bin-2 counts (h2c, in
+ * cut_counts' order) are in hand: the bin b2* holding the k-th score, the keys above it
+ * taken, bin (b*, b2*) resolved by rank or radix select, then the k ids sorted and
+ * written (sort_emit). first(f) calls f(key) for each key of bucket b* (the classing
+ * pass), all(f) as well (a crowded bin's passes); clear() zeroes the row's counters once
+ * every read of them is done. select_row's and filter_cl_kernel's. */
+template <int PER, typename First, typename All, typename Clear>
+__device__ __forceinline__ void select_finish(const Args &a, int row, int L, uint32_t bstar,
+					      uint32_t above1,
+					      const uint32_t (&h2c)[IDX_BINS2 / kFThreads],
+					      SelSmem &sm, FScan::TempStorage &tmp, First first,
+					      All all, Clear clear)
+{
+	const int k = a.topk, tid = threadIdx.x;
+	uint32_t base;
+	int shift;
+	idx_sub_bounds(bstar, &base, &shift);
+	if (tid == 0) {
+		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
+		idx_trace(a.trace, IDX_T_SELLD);
+	}
+	__syncthreads();
+	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
+	__syncthreads();
+	clear(); /* every counter this call reads is read */
+	const int b2s = sm.bin;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CUT2);
+	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
+	const int need = k - (int)above1 - (int)above2;
+
+	/* bin-2 winners and bin (b*, b2*) into shared memory */
+	if (b2s >= 0) {
+		auto classify = [&](unsigned long long key) {
+			uint32_t b2 = idx_sub_of((uint32_t)(key >> 32), base, shift);
+			if (b2 > (uint32_t)b2s) {
+				uint32_t at = above1 + agg_inc(&sm.n_t, true);
+				if (at < (uint32_t)k)
+					sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+			} else if (b2 == (uint32_t)b2s) {
+				uint32_t c = agg_inc(&sm.n_c, true);
+				if (c < (uint32_t)kCC)
+					sm.u.cc[c] = key;
+			}
+		};
+		first(classify);
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_CLASS);
+	const uint32_t nC = sm.n_c;
+	auto take = [&](unsigned long long key) {
+		uint32_t at = above1 + agg_inc(&sm.n_t, true);
+		if (at < (uint32_t)k)
+			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+	};
+	if (b2s >= 0 && need > 0 && nC > 0) {
+		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
+		if (nC <= (uint32_t)kRankMax) {
+			/* the usual case, a handful of keys: rank each among them (keys are unique) */
+			if (tid < (int)nC) {
+				const unsigned long long key = sm.u.cc[tid];
+				uint32_t rank = 0;
+				if ((uint32_t)need < nC)
+					for (uint32_t j = 0; j < nC; j++)
+						rank += sm.u.cc[j] > key;
+				if (rank < (uint32_t)need)
+					take(key);
+			}
+		} else if (nC <= (uint32_t)kCC) {
+			auto each = [&](auto f) {
+				for (uint32_t i = tid; i < nC; i += blockDim.x)
+					f(sm.u.cc[i]);
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
+			});
+		} else { /* a crowded bin (many equal scores): straight from the lists */
+			auto each = [&](auto f) {
+				all([&](unsigned long long key) {
+					if (idx_sub_of((uint32_t)(key >> 32), base, shift) == (uint32_t)b2s)
+						f(key);
+				});
+			};
+			if ((uint32_t)need < nC)
+				radix_cut(each, need, sm, &prefix, &mask);
+			each([&](unsigned long long key) {
+				if ((key & mask) >= prefix)
+					take(key);
+			});
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT0);
+	sort_emit<PER>(a, row, L, sm, tmp);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SORT1);
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_END);
+}
+
 /* Selects row `row` (limit L > k; L < 0: read here, with the lists, and a row with L <=
  * k written 0 .. L-1) and writes the ids in ascending order, with their first-level cut
  * (b*, above1) given (cut true) or found here (a fused scan's count slots, else the
@@ -213,9 +319,6 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 		clear_row(a, row);
 		return;
 	}
-	uint32_t base;
-	int shift;
-	idx_sub_bounds(bstar, &base, &shift);
 #pragma unroll
 	for (int j = 0; j < PER; j++) {
 		const int i = tid + j * kFThreads;
@@ -224,99 +327,19 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 			sm.sc[i] = score_of(sk[j]);
 		}
 	}
-	if (tid == 0) {
-		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
-		idx_trace(a.trace, IDX_T_SELLD);
-	}
-	__syncthreads();
-	find_cut_of<IDX_BINS2 / kFThreads>(h2c, (uint32_t)k - above1, tmp, &sm.bin, &sm.above);
-	__syncthreads();
-	clear_row(a, row); /* every counter this call reads is read */
-	const int b2s = sm.bin;
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_CUT2);
-	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
-	const int need = k - (int)above1 - (int)above2;
-
-	/* bin-2 winners and bin (b*, b2*) into shared memory */
-	if (b2s >= 0) {
-		auto classify = [&](unsigned long long key) {
-			uint32_t b2 = idx_sub_of((uint32_t)(key >> 32), base, shift);
-			if (b2 > (uint32_t)b2s) {
-				uint32_t at = above1 + agg_inc(&sm.n_t, true);
-				if (at < (uint32_t)k)
-					sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
-			} else if (b2 == (uint32_t)b2s) {
-				uint32_t c = agg_inc(&sm.n_c, true);
-				if (c < (uint32_t)kCC)
-					sm.u.cc[c] = key;
-			}
-		};
-		if (nc <= pre) {
+	select_finish<PER>(
+		a, row, L, bstar, above1, h2c, sm, tmp,
+		[&](auto f) { /* the list from registers where it fit them */
+			if (nc <= pre) {
 #pragma unroll
-			for (int j = 0; j < kReg; j++)
-				if (tid + j * kFThreads < nc)
-					classify(ck[j]);
-		} else {
-			for_each_cand(a, row, L, bstar, nc, classify);
-		}
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_CLASS);
-	const uint32_t nC = sm.n_c;
-	auto take = [&](unsigned long long key) {
-		uint32_t at = above1 + agg_inc(&sm.n_t, true);
-		if (at < (uint32_t)k)
-			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
-	};
-	if (b2s >= 0 && need > 0 && nC > 0) {
-		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
-		if (nC <= (uint32_t)kRankMax) {
-			/* the usual case, a handful of keys: rank each among them (keys are unique) */
-			if (tid < (int)nC) {
-				const unsigned long long key = sm.u.cc[tid];
-				uint32_t rank = 0;
-				if ((uint32_t)need < nC)
-					for (uint32_t j = 0; j < nC; j++)
-						rank += sm.u.cc[j] > key;
-				if (rank < (uint32_t)need)
-					take(key);
+				for (int j = 0; j < kReg; j++)
+					if (tid + j * kFThreads < nc)
+						f(ck[j]);
+			} else {
+				for_each_cand(a, row, L, bstar, nc, f);
 			}
-		} else if (nC <= (uint32_t)kCC) {
-			auto each = [&](auto f) {
-				for (uint32_t i = tid; i < nC; i += blockDim.x)
-					f(sm.u.cc[i]);
-			};
-			if ((uint32_t)need < nC)
-				radix_cut(each, need, sm, &prefix, &mask);
-			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix)
-					take(key);
-			});
-		} else { /* a crowded bin (many equal scores): straight from global memory */
-			auto each = [&](auto f) {
-				for_each_cand(a, row, L, bstar, nc, [&](unsigned long long key) {
-					if (idx_sub_of((uint32_t)(key >> 32), base, shift) == (uint32_t)b2s)
-						f(key);
-				});
-			};
-			if ((uint32_t)need < nC)
-				radix_cut(each, need, sm, &prefix, &mask);
-			each([&](unsigned long long key) {
-				if ((key & mask) >= prefix)
-					take(key);
-			});
-		}
-	}
-	__syncthreads();
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SORT0);
-	sort_emit<PER>(a, row, L, sm, tmp);
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_SORT1);
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_END);
+		},
+		[&](auto f) { for_each_cand(a, row, L, bstar, nc, f); }, [&] { clear_row(a, row); });
 }
 
 /* ---- the top k of a whole row of scores (select_list's fallback) ----------------------

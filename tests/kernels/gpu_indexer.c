@@ -737,6 +737,70 @@ START_TEST(wgmma_sampled)
 }
 END_TEST
 
+/* The filter and select as one thread-block cluster a row (indexer.cu filter_cl_kernel;
+ * by default where a row's filter CTAs fit a cluster of 8, as in wgmma_scan's 64 rows):
+ * here on every shape (STRATA_IDX_FCL_ALL=1), with clusters of 8, of 16 (a non-portable
+ * size) and of 2, and with the leader's room for bucket-b* keys cut to 16 and to none
+ * (STRATA_IDX_FCL_LOC: the rest through the global list, and past its capacity from the
+ * scores). Both scans (the default and wgmma), 1 - 4 rows, limits 0, 1, k - 1, k, k + 1,
+ * off-block, long and mixed; all-equal and all-ReLU-zero rows (crowded bins, the list
+ * overflowing). run_gpu's phases path (filter_kernel, then select_kernel) must agree bit
+ * for bit. Its own tcase (CK_RUN_CASE=cluster runs it alone). */
+START_TEST(filter_cluster)
+{
+	static const char *size[3] = { "8", "16", "2" };
+	for (int v = 0; v < 3; v++) {
+		char what[96];
+		setenv("STRATA_IDX_FCL_ALL", "1", 1);
+		setenv("STRATA_IDX_FCL", size[v], 1);
+		if (v == 1)
+			setenv("STRATA_IDX_FCL_LOC", "16", 1);
+		if (v == 2)
+			setenv("STRATA_IDX_FCL_LOC", "0", 1);
+		const uint64_t sd = 300 + 20 * (uint64_t)v;
+		int rows_of[5] = { 1, 4, 2, 3, 1 };
+		int lim[11] = { 20000, 513, 511, 512, 2049, 0, 1, 777, 65536, 3001, 40001 };
+		for (int f = 0; f < 2; f++) {
+			td t;
+			snprintf(what, sizeof what, "cluster %s: %s mixed", size[v], f ? "fp8" : "mxfp4");
+			td_make(&t, (strata_index_fmt)f, 64, 512, 5, rows_of, lim, 64, sd + f, TD_CLUSTERED);
+			check_case(&t, 0, what);
+			td_free(&t);
+		}
+		for (int mode = 0; mode < 2; mode++) {
+			int rows = 3, lt[3] = { 3000, 40000, 1025 };
+			td t;
+			snprintf(what, sizeof what, "cluster %s: %s", size[v],
+				 mode ? "all-relu-zero" : "all-equal");
+			td_make(&t, STRATA_INDEX_FP8, 64, 1024, 1, &rows, lt, 64, sd + 2 + mode,
+				mode ? TD_NEGATIVE : TD_EQUAL);
+			check_case(&t, 1, what);
+			td_free(&t);
+		}
+		if (wgmma_available(STRATA_INDEX_FP8)) {
+			const int mr[4] = { 2, 4, 1, 3 };
+			int ml[10] = { 20000, 20001, 65536, 65537, 300, 41000, 777, 513, 512, 514 };
+			snprintf(what, sizeof what, "cluster %s: rows 2/4/1/3 signed-w", size[v]);
+			wgmma_rows_case(STRATA_INDEX_FP8, 512, 4, mr, ml, sd + 4, TD_MIXED_W, 0, what);
+			const int r22[2] = { 2, 2 };
+			int l22[4] = { 200001, 200002, 150000, 150001 };
+			snprintf(what, sizeof what, "cluster %s: 2 x 2 long rows, top-1024", size[v]);
+			wgmma_rows_case(STRATA_INDEX_MXFP4, 1024, 2, r22, l22, sd + 5, TD_RANDOM, 0, what);
+			int r16[16], l64[64];
+			for (int i = 0; i < 16; i++)
+				r16[i] = 4;
+			for (int i = 0; i < 64; i++)
+				l64[i] = 40000 + 97 * i;
+			snprintf(what, sizeof what, "cluster %s: 16 requests of 4 rows", size[v]);
+			wgmma_rows_case(STRATA_INDEX_FP8, 512, 16, r16, l64, sd + 6, TD_RANDOM, 0, what);
+		}
+		unsetenv("STRATA_IDX_FCL_ALL");
+		unsetenv("STRATA_IDX_FCL");
+		unsetenv("STRATA_IDX_FCL_LOC");
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gpu_indexer");
@@ -766,6 +830,10 @@ static Suite *suite(void)
 	tcase_set_timeout(tq, 500);
 	tcase_add_test(tq, wgmma_sampled);
 	suite_add_tcase(s, tq);
+	TCase *tk = tcase_create("cluster");
+	tcase_set_timeout(tk, 500);
+	tcase_add_test(tk, filter_cluster);
+	suite_add_tcase(s, tk);
 	return s;
 }
 

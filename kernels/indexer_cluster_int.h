@@ -1,0 +1,205 @@
+/*
+ * Private to kernels/indexer.cu: the filter and select of a row by one thread-block
+ * cluster (filter_cl_kernel). Included by indexer.cu inside its anonymous namespace,
+ * after filter_rounds, select_finish and the cut helpers, which it uses; not a header of
+ * its own.
+ *
+ * filter_kernel's CTAs of a row meet in global memory: each takes its places in the
+ * row's lists by an L2 atomic a round, writes its entries there, flushes its bin-2
+ * counts by L2 atomics and arrives at the row's done counter; the last to arrive reads
+ * the lists and counts back through L2 and selects. Here the row's CTAs are one cluster
+ * (grid (C, n_rows), cluster (C, 1, 1)) and meet in the shared memory of its first CTA,
+ * the leader: the places are atomics on its counter, the selected ids and scores go
+ * straight into its select arrays, the bucket-b* keys into its candidate list (the
+ * first kClLoc; past them into the row's global list, then nowhere: the select falls
+ * back to the scores as filter_kernel's does), the bin-2 counts into its histogram; one
+ * cluster barrier (release, acquire) then hands the leader everything, and it selects
+ * without reading L2 for any of it. A first barrier, split around the cut, orders the
+ * leader's set-up before everyone's adds.
+ */
+#ifndef STRATA_KERNELS_INDEXER_CLUSTER_INT_H
+#define STRATA_KERNELS_INDEXER_CLUSTER_INT_H
+
+constexpr int kClLoc = 1024; /* bucket-b* keys the leader holds in shared memory */
+constexpr int kClMax = 16;   /* CTAs a cluster at most (above 8: a non-portable size) */
+
+struct ClSmem {
+	SelSmem s;                     /* the leader's: h2 (the row's), ids, sc; everyone's scalars */
+	unsigned long long cl[kClLoc]; /* the leader's: the row's first bucket-b* keys */
+	unsigned long long cnt;        /* the leader's: the lists' counts (selected low, cand high) */
+};
+
+/* Clusters are sm_90's: built for an older GPU, the kernel traps (run_indexer does not
+ * launch it where the GPU cannot place a cluster). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define STRATA_CL_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define STRATA_CL_ASM(...) __trap()
+#endif
+
+__device__ __forceinline__ void cl_arrive(void)
+{
+	STRATA_CL_ASM("barrier.cluster.arrive.release;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void cl_wait(void)
+{
+	STRATA_CL_ASM("barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+__device__ __forceinline__ unsigned cl_rank(void)
+{
+	unsigned r = 0;
+	STRATA_CL_ASM("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+	return r;
+}
+
+/* The generic address of *p in the shared memory of CTA `rank` of this cluster. */
+template <typename T> __device__ __forceinline__ T *cl_map(T *p, unsigned rank)
+{
+	unsigned long long d = 0;
+	STRATA_CL_ASM("mapa.u64 %0, %1, %2;\n" : "=l"(d) : "l"(p), "r"(rank));
+	return reinterpret_cast<T *>(d);
+}
+
+/* filter_rounds' sink into the leader's shared memory (header comment). */
+struct ClusterSink {
+	const Args &a;
+	int row;
+	ClSmem *lead; /* the leader's shared memory, by a generic address */
+	__device__ __forceinline__ unsigned long long place(unsigned long long both) const
+	{
+		return both ? atomicAdd(&lead->cnt, both) : 0ull;
+	}
+	__device__ __forceinline__ void sel(uint32_t at, float s, int j) const
+	{
+		if (at < (uint32_t)a.topk) {
+			lead->s.ids[at] = j;
+			lead->s.sc[at] = s;
+		}
+	}
+	__device__ __forceinline__ void cand(uint32_t at, uint32_t o, int j) const
+	{
+		const unsigned long long key =
+			((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (uint32_t)j);
+		if (at < (uint32_t)a.cl_loc)
+			lead->cl[at] = key;
+		else if (at < a.cap)
+			a.cand[(size_t)row * a.cap + at] = key;
+	}
+	__device__ __forceinline__ uint32_t *h2() const
+	{
+		return lead->s.u.h2;
+	}
+};
+
+/* grid (C, n_rows), cluster (C, 1, 1), C = a.fx (run_indexer: no staging CTAs). CTA x of
+ * a row's cluster walks chunks x, x + C, ... as filter_kernel's CTAs do; the leader
+ * (x = 0) then selects the row (header comment). Rows with limit <= k are written by
+ * the leader, with no barrier (the limit is the same for the whole cluster). */
+template <int PER> /* ids a select thread sorts: one where k <= kFThreads (run_indexer) */
+__global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
+{
+	__shared__ FScan::TempStorage tmp;
+	__shared__ ClSmem cs;
+	SelSmem &sm = cs.s;
+	const int row = blockIdx.y, tid = threadIdx.x, k = a.topk;
+	const int bx = (int)cl_rank(); /* blockIdx.x: the grid is one cluster wide */
+	idx_pdl_wait();                /* the scan's programmatic dependent, as filter_kernel */
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FILT0);
+	uint32_t hc[IDX_BINS / kFThreads];
+	cut_counts<IDX_BINS / kFThreads>(a.hist + (size_t)row * IDX_BINS, hc);
+	const int L = row_lim(a, row);
+	if (L <= k) {
+		if (bx == 0 && tid == 0)
+			publish_cut(a, row, STRATA_INDEXER_CUT_ALL);
+		if (bx == 0)
+			write_trivial(a, row, L, false);
+		return;
+	}
+	if (bx == 0) { /* the row's lists and counts, empty, before anyone adds to them */
+		for (int i = tid; i < IDX_BINS2; i += kFThreads)
+			sm.u.h2[i] = 0;
+		for (int i = tid; i < k; i += kFThreads)
+			sm.ids[i] = INT_MAX;
+		if (tid == 0)
+			cs.cnt = 0;
+	}
+	if (tid == 0)
+		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
+	__syncthreads();
+	/* release: the leader's set-up. A release waits for this thread's reads in flight
+	 * too, so it comes before the first round's score reads are issued (after them it
+	 * held the cut back until they landed: +0.7 us to it, s45 run 1), after the
+	 * histogram's, which the cut needs next anyway */
+	cl_arrive();
+	const float *sc = a.scores + (size_t)row * a.sstride;
+	const int step = a.fx * kFChunk;
+	const int start = bx * kFChunk;
+	const bool work = start < L; /* block-uniform: this CTA has a chunk */
+	float s[kFRound][kFPer];
+	if (work) {
+#pragma unroll
+		for (int r = 0; r < kFRound; r++)
+			load_chunk(sc, start + r * step, L, s[r]);
+	}
+	find_cut_of<IDX_BINS / kFThreads>(hc, (uint32_t)k, tmp, &sm.bin, &sm.above);
+	__syncthreads();
+	const bool cut = sm.bin >= 0; /* false: an inconsistent histogram, cannot happen */
+	const uint32_t bstar = (uint32_t)sm.bin, above1 = sm.above;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FCUT);
+	if (cut && bx == 0 && tid == 0)
+		publish_cut(a, row, bstar);
+	ClSmem *lead = bx == 0 ? &cs : cl_map(&cs, 0);
+	cl_wait(); /* acquire: the leader's set-up seen; every CTA of the cluster is running */
+	if (cut && work) {
+		const ClusterSink sink{ a, row, lead };
+		filter_rounds(a, row, L, start, step, s, bstar, sm, sink);
+	}
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_FLOOP);
+	cl_arrive(); /* release: this thread's entries and counts in the leader's memory */
+	cl_wait();   /* acquire (the leader): everyone's; no CTA leaves before the leader reads */
+	if (bx != 0)
+		return;
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SEL0);
+	if (!cut) {
+		write_trivial(a, row, L, true);
+		__syncthreads(); /* this CTA's cut reads are done (every CTA's: the barrier) */
+		clear_row(a, row);
+		return;
+	}
+	uint32_t h2c[IDX_BINS2 / kFThreads]; /* the row's bin-2 counts, in cut_counts' order */
+	{
+		const uint32_t *h = sm.u.h2 + (kFThreads - 1 - tid) * (IDX_BINS2 / kFThreads);
+#pragma unroll
+		for (int b = 0; b < IDX_BINS2 / kFThreads; b++)
+			h2c[b] = h[b];
+	}
+	const uint32_t nc = (uint32_t)(cs.cnt >> 32);
+	const uint32_t loc = (uint32_t)a.cl_loc;
+	/* the bucket-b* keys: the leader's list, then the global list's rest; every score
+	 * of the row where the global list overflowed (as for_each_cand) */
+	auto all = [&](auto f) {
+		if (nc <= a.cap) {
+			const uint32_t nl = nc < loc ? nc : loc;
+			for (uint32_t i = tid; i < nl; i += kFThreads)
+				f(cs.cl[i]);
+			for (uint32_t i = loc + tid; i < nc; i += kFThreads)
+				f(__ldcg(a.cand + (size_t)row * a.cap + i));
+		} else {
+			for_each_cand(a, row, L, bstar, nc, f);
+		}
+	};
+	/* select_finish's first barrier orders these reads of h2 before cc (sm.u) is
+	 * written; the scan's histogram is cleared there (hist2 and the count slots were
+	 * not used: zero already) */
+	select_finish<PER>(a, row, L, bstar, above1, h2c, sm, tmp, all, all, [&] { clear_row(a, row); });
+}
+
+#undef STRATA_CL_ASM
+
+#endif /* STRATA_KERNELS_INDEXER_CLUSTER_INT_H */
