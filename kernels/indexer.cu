@@ -28,6 +28,9 @@
  *            candidate list overflowed); then a counting sort of the k ids. Shared
  *            counters are incremented once per warp and address (agg_inc), so equal
  *            scores do not serialise. Rows with limit <= k are written 0..limit-1.
+ * Where a row's filter CTAs fit one thread-block cluster (and every row's cluster the GPU
+ * at once), filter_cl_kernel runs step 2 with the row's CTAs meeting in the shared memory
+ * of the cluster's first CTA, which selects (indexer_cluster_int.h, filter_cluster).
  * The wgmma scans (indexer_wgmma.cu) can instead run the filter's work in their own
  * CTAs (a cooperative launch; scan_tail there), when each CTA holds at most 512 scores:
  * then select_kernel follows the scan as its programmatic dependent, reading the cut
@@ -1136,15 +1139,21 @@ static int samp_x(void)
 /* The filter and select as one cluster a row (filter_cl_kernel): its CTAs meet in the
  * leader's shared memory instead of L2 (indexer_cluster_int.h). The cluster takes the
  * row's filter_shape CTAs (fx), at most STRATA_IDX_FCL (8 by default; up to 16, a
- * non-portable size; 0: never), fewer where the GPU cannot hold every row's cluster at
- * once (a second wave of clusters costs more than the cluster saves: 128K batch 32, two
- * rows, 64 clusters of 4: 62.8 - 63.1 us against filter_kernel's 61.5 - 61.7;
- * bench/results/2026-12-03-h200-s45, run 1), so long as a CTA then walks at most
- * STRATA_IDX_FCL_ROUNDS rounds of chunks (2); and only where no staging CTAs ride on the
- * launch. STRATA_IDX_FCL_ALL=1 takes the cluster on every shape that can run one (tests);
+ * non-portable size; 0: never), so long as a CTA then walks at most
+ * STRATA_IDX_FCL_ROUNDS rounds of chunks (2), and only where no staging CTAs ride on the
+ * launch. Every row's cluster must fit the GPU at once: a second wave of clusters cost
+ * more than the cluster saves (128K batch 32, two rows, 64 clusters of 4 where 62 fit:
+ * 62.8 - 63.1 us against filter_kernel's 61.5 - 61.7). Where they do not, a smaller
+ * cluster, unless it walks more rounds than the first choice would have (that same
+ * point as 64 clusters of 3, two rounds: 60.8 - 61.0 against 60.5 - 60.6). H200,
+ * bench/results/2026-12-03-h200-s45, runs 1 - 2: two FP8 rows 128K batch 64 (clusters of
+ * 2) 106.9 - 107.3 us against 112.1 - 112.4, batch 8 (of 8) 24.8 - 24.9 against 26.7 -
+ * 26.8; one MXFP4 row 128K batch 32 (of 7) 49.8 against 51.7, 512K batch 8 (of 8, two
+ * rounds) 48.5 - 48.6 against 49.9; as fast at two FP8 rows 512K batch 8 (of 8, two
+ * rounds). STRATA_IDX_FCL_ALL=1 takes a cluster on every shape that can run one (tests);
  * STRATA_IDX_FCL_LOC: the leader's room for bucket-b* keys (kClLoc; tests lower it to
  * drive the global list). Returns the cluster size, or 0 for filter_kernel. Read at each
- * call; the GPU's answer is asked once a kernel and size. */
+ * call; the GPU's room is asked once a kernel and size. */
 static int cluster_room(void (*kern)(Args), int c)
 {
 	struct Known {
@@ -1189,9 +1198,10 @@ static int filter_cluster(void (*kern)(Args), int fx, const strata_indexer_param
 	const bool all = samp_env("STRATA_IDX_FCL_ALL", 0) != 0;
 	const long long rmax = samp_env("STRATA_IDX_FCL_ROUNDS", 2);
 	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
-	for (int c = fx < mx ? fx : mx; c >= 1; c--) {
-		const long long rounds = ((chunks + c - 1) / c + kFRound - 1) / kFRound;
-		if (!all && rounds > rmax)
+	auto rounds = [&](int c) { return ((chunks + c - 1) / c + kFRound - 1) / kFRound; };
+	const int c0 = fx < mx ? fx : mx;
+	for (int c = c0; c >= 1; c--) {
+		if (!all && (rounds(c) > rmax || rounds(c) > rounds(c0)))
 			return 0; /* a smaller cluster only walks more */
 		const int n = cluster_room(kern, c);
 		if (n >= p->n_rows || (all && n >= 1))

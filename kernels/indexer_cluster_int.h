@@ -130,9 +130,10 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
 		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
 	__syncthreads();
 	/* release: the leader's set-up. A release waits for this thread's reads in flight
-	 * too, so it comes before the first round's score reads are issued (after them it
-	 * held the cut back until they landed: +0.7 us to it, s45 run 1), after the
-	 * histogram's, which the cut needs next anyway */
+	 * too, so it comes before the first round's score reads are issued, after the
+	 * histogram's, which the cut needs next anyway (after the score reads, the first
+	 * CTA found its cut 2.1 us after its start, against 1.4 here and in filter_kernel:
+	 * bench/results/2026-12-03-h200-s45, runs 1 - 2) */
 	cl_arrive();
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	const int step = a.fx * kFChunk;

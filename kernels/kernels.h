@@ -317,6 +317,12 @@ uint32_t strata_k_indexer_bucket(float score);
 size_t strata_k_indexer_scratch(const strata_dev *dev, const strata_indexer_params *p);
 /* On the GPU: the scan, then the filter with the row's select fused into its last CTA,
  * launched as the scan's programmatic dependent (its launch overlaps the scan's tail).
+ * Without p->stage, where a row's filter CTAs fit one thread-block cluster (8; a CTA
+ * walking at most two rounds of score chunks) and every row's cluster fits the GPU at
+ * once, they are one cluster and meet in its first CTA's shared memory, which selects
+ * (STRATA_IDX_FCL=n: clusters of at most n, 0 never, up to 16; STRATA_IDX_FCL_ROUNDS=r;
+ * STRATA_IDX_FCL_ALL=1 on every shape, for tests; STRATA_IDX_FCL_LOC=n the first CTA's
+ * room for the threshold bucket's keys, for tests).
  * With scan_wgmma and no p->stage, where each scan CTA holds at most 512 scores (one
  * request of up to ~1M tokens on an H200), the scan does the filter's work itself in
  * a cooperative launch (every CTA waits for its row's histogram, takes b* from the
