@@ -1200,6 +1200,11 @@ static int filter_cluster(void (*kern)(Args), int fx, const strata_indexer_param
 	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
 	auto rounds = [&](int c) { return ((chunks + c - 1) / c + kFRound - 1) / kFRound; };
 	const int c0 = fx < mx ? fx : mx;
+	if (!all && samp_env("STRATA_IDX_FCL_MIN", 0)) /* the smallest as quick (A/B) */
+		for (int c = 1; c <= c0; c++)
+			if (rounds(c) <= rounds(c0) && rounds(c) <= rmax &&
+			    cluster_room(kern, c) >= p->n_rows)
+				return c;
 	for (int c = c0; c >= 1; c--) {
 		if (!all && (rounds(c) > rmax || rounds(c) > rounds(c0)))
 			return 0; /* a smaller cluster only walks more */
