@@ -1145,7 +1145,10 @@ static int samp_x(void)
  * more than the cluster saves (128K batch 32, two rows, 64 clusters of 4 where 62 fit:
  * 62.8 - 63.1 us against filter_kernel's 61.5 - 61.7). Where they do not, a smaller
  * cluster, unless it walks more rounds than the first choice would have (that same
- * point as 64 clusters of 3, two rounds: 60.8 - 61.0 against 60.5 - 60.6). H200,
+ * point as 64 clusters of 3, two rounds: 60.8 - 61.0 against 60.5 - 60.6). The
+ * largest such cluster: the smallest that walks as few rounds was slower at 32K and no
+ * faster elsewhere (two FP8 rows 32K batch 8, clusters of 1: 18.8 us against 16.7 as
+ * clusters of 4; run 6). H200,
  * bench/results/2026-12-03-h200-s45, runs 1 - 2: two FP8 rows 128K batch 64 (clusters of
  * 2) 106.9 - 107.3 us against 112.1 - 112.4, batch 8 (of 8) 24.8 - 24.9 against 26.7 -
  * 26.8; one MXFP4 row 128K batch 32 (of 7) 49.8 against 51.7, 512K batch 8 (of 8, two
@@ -1200,11 +1203,6 @@ static int filter_cluster(void (*kern)(Args), int fx, const strata_indexer_param
 	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
 	auto rounds = [&](int c) { return ((chunks + c - 1) / c + kFRound - 1) / kFRound; };
 	const int c0 = fx < mx ? fx : mx;
-	if (!all && samp_env("STRATA_IDX_FCL_MIN", 0)) /* the smallest as quick (A/B) */
-		for (int c = 1; c <= c0; c++)
-			if (rounds(c) <= rounds(c0) && rounds(c) <= rmax &&
-			    cluster_room(kern, c) >= p->n_rows)
-				return c;
 	for (int c = c0; c >= 1; c--) {
 		if (!all && (rounds(c) > rmax || rounds(c) > rounds(c0)))
 			return 0; /* a smaller cluster only walks more */
