@@ -693,6 +693,26 @@ __device__ __forceinline__ void load_chunk(const float *sc, int start, int L, fl
 
 #include "kernels/indexer_stage_int.h" /* stage_role */
 
+/* A filter CTA's first-level cut of row `row` from its counts (hc, read by cut_counts)
+ * into *bstar / *above1, traced, and published by the row's CTA 0 (bx); sm.bin and
+ * sm.above set to -1 / 0 under a barrier before. false: an inconsistent histogram
+ * (cannot happen). filter_kernel's and filter_cl_kernel's. */
+__device__ __forceinline__ bool filter_cut(const Args &a, int row, int bx,
+					   const uint32_t (&hc)[IDX_BINS / kFThreads], SelSmem &sm,
+					   FScan::TempStorage &tmp, uint32_t *bstar, uint32_t *above1)
+{
+	find_cut_of<IDX_BINS / kFThreads>(hc, (uint32_t)a.topk, tmp, &sm.bin, &sm.above);
+	__syncthreads();
+	const bool cut = sm.bin >= 0;
+	*bstar = (uint32_t)sm.bin;
+	*above1 = sm.above;
+	if (threadIdx.x == 0)
+		idx_trace(a.trace, IDX_T_FCUT);
+	if (cut && bx == 0 && threadIdx.x == 0)
+		publish_cut(a, row, *bstar); /* top-k is far from done: early staging may start */
+	return cut;
+}
+
 /* Where filter_rounds puts a row's places and entries: its lists in global memory
  * (filter_kernel; the row's last CTA selects from them) with this CTA's bin-2 counts in
  * its shared memory (flushed after the rounds). place(both) takes the CTA's places for
@@ -909,14 +929,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	if (tid == 0)
 		sm.bin = -1, sm.above = 0, sm.n_t = 0, sm.n_c = 0;
 	__syncthreads();
-	find_cut_of<IDX_BINS / kFThreads>(hc, (uint32_t)k, tmp, &sm.bin, &sm.above);
-	__syncthreads();
-	const bool cut = sm.bin >= 0; /* false: an inconsistent histogram, cannot happen */
-	const uint32_t bstar = (uint32_t)sm.bin, above1 = sm.above;
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_FCUT);
-	if (cut && bx == 0 && tid == 0)
-		publish_cut(a, row, bstar); /* top-k is far from done: early staging may start */
+	uint32_t bstar, above1;
+	const bool cut = filter_cut(a, row, bx, hc, sm, tmp, &bstar, &above1);
 	if (cut) {
 		unsigned long long *cnt64 =
 			reinterpret_cast<unsigned long long *>(a.count + (size_t)row * IDX_CNT);

@@ -1,8 +1,8 @@
 /*
  * Private to kernels/indexer.cu: the filter and select of a row by one thread-block
  * cluster (filter_cl_kernel). Included by indexer.cu inside its anonymous namespace,
- * after filter_rounds, select_finish and the cut helpers, which it uses; not a header of
- * its own.
+ * after filter_cut, filter_rounds, select_finish and the cut helpers, which it uses;
+ * not a header of its own.
  *
  * filter_kernel's CTAs of a row meet in global memory: each takes its places in the
  * row's lists by an L2 atomic a round, writes its entries there, flushes its bin-2
@@ -145,14 +145,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
 		for (int r = 0; r < kFRound; r++)
 			load_chunk(sc, start + r * step, L, s[r]);
 	}
-	find_cut_of<IDX_BINS / kFThreads>(hc, (uint32_t)k, tmp, &sm.bin, &sm.above);
-	__syncthreads();
-	const bool cut = sm.bin >= 0; /* false: an inconsistent histogram, cannot happen */
-	const uint32_t bstar = (uint32_t)sm.bin, above1 = sm.above;
-	if (tid == 0)
-		idx_trace(a.trace, IDX_T_FCUT);
-	if (cut && bx == 0 && tid == 0)
-		publish_cut(a, row, bstar);
+	uint32_t bstar, above1;
+	const bool cut = filter_cut(a, row, bx, hc, sm, tmp, &bstar, &above1);
 	ClSmem *lead = bx == 0 ? &cs : cl_map(&cs, 0);
 	cl_wait(); /* acquire: the leader's set-up seen; every CTA of the cluster is running */
 	if (cut && work) {
