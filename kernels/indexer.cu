@@ -978,7 +978,14 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	}
 }
 
-#include "kernels/indexer_cluster_int.h" /* filter_cl_kernel */
+/* An integer knob from the environment (dflt where unset or empty). */
+static int samp_env(const char *name, int dflt)
+{
+	const char *e = getenv(name);
+	return e && *e ? atoi(e) : dflt;
+}
+
+#include "kernels/indexer_cluster_int.h" /* filter_cl_kernel, filter_cluster */
 
 /* grid n_rows: the select after a fused scan (its programmatic dependent: the scan's
  * tail filed the lists) or after the filter (the phases benchmark aid). */
@@ -1136,11 +1143,6 @@ static void filter_shape(int nsm, const strata_indexer_params *p, int *fx_out, i
  * sample's largest bucket, to drive the select's path for a list too short);
  * STRATA_IDX_SAMP_SLEEP: ns the sampling CTA sleeps between polls (100). Read at each
  * call. */
-static int samp_env(const char *name, int dflt)
-{
-	const char *e = getenv(name);
-	return e && *e ? atoi(e) : dflt;
-}
 static int samp_on(int lim_cap)
 {
 	return samp_env("STRATA_IDX_SAMP", 1) != 0 && lim_cap >= samp_env("STRATA_IDX_SAMP_MIN", 32768);
@@ -1148,83 +1150,6 @@ static int samp_on(int lim_cap)
 static int samp_x(void)
 {
 	return samp_env("STRATA_IDX_SAMP_X", 3);
-}
-
-/* The filter and select as one cluster a row (filter_cl_kernel): its CTAs meet in the
- * leader's shared memory instead of L2 (indexer_cluster_int.h). The cluster takes the
- * row's filter_shape CTAs (fx), at most STRATA_IDX_FCL (8 by default; up to 16, a
- * non-portable size; 0: never), so long as a CTA then walks at most
- * STRATA_IDX_FCL_ROUNDS rounds of chunks (2), and only where no staging CTAs ride on the
- * launch. Every row's cluster must fit the GPU at once: a second wave of clusters cost
- * more than the cluster saves (128K batch 32, two rows, 64 clusters of 4 where 62 fit:
- * 62.8 - 63.1 us against filter_kernel's 61.5 - 61.7). Where they do not, a smaller
- * cluster, unless it walks more rounds than the first choice would have (that same
- * point as 64 clusters of 3, two rounds: 60.8 - 61.0 against 60.5 - 60.6). The
- * largest such cluster: the smallest that walks as few rounds was slower at 32K and no
- * faster elsewhere (two FP8 rows 32K batch 8, clusters of 1: 18.8 us against 16.7 as
- * clusters of 4; run 6). H200,
- * bench/results/2026-12-03-h200-s45, runs 1 - 2: two FP8 rows 128K batch 64 (clusters of
- * 2) 106.9 - 107.3 us against 112.1 - 112.4, batch 8 (of 8) 24.8 - 24.9 against 26.7 -
- * 26.8; one MXFP4 row 128K batch 32 (of 7) 49.8 against 51.7, 512K batch 8 (of 8, two
- * rounds) 48.5 - 48.6 against 49.9; as fast at two FP8 rows 512K batch 8 (of 8, two
- * rounds). STRATA_IDX_FCL_ALL=1 takes a cluster on every shape that can run one (tests);
- * STRATA_IDX_FCL_LOC: the leader's room for bucket-b* keys (kClLoc; tests lower it to
- * drive the global list). Returns the cluster size, or 0 for filter_kernel. Read at each
- * call; the GPU's room is asked once a kernel and size. */
-static int cluster_room(void (*kern)(Args), int c)
-{
-	struct Known {
-		void (*kern)(Args);
-		int c, n;
-	};
-	static Known known[2 * kClMax];
-	static int n_known = 0;
-	for (int i = 0; i < n_known; i++)
-		if (known[i].kern == kern && known[i].c == c)
-			return known[i].n;
-	int n = 0;
-	if (c <= 8 || cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
-			      cudaSuccess) {
-		cudaLaunchConfig_t cfg = {};
-		cudaLaunchAttribute at[1];
-		cfg.gridDim = dim3((unsigned)c, 1);
-		cfg.blockDim = dim3(kFThreads);
-		at[0].id = cudaLaunchAttributeClusterDimension;
-		at[0].val.clusterDim.x = (unsigned)c;
-		at[0].val.clusterDim.y = 1;
-		at[0].val.clusterDim.z = 1;
-		cfg.attrs = at;
-		cfg.numAttrs = 1;
-		if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess)
-			n = 0;
-	}
-	(void)cudaGetLastError(); /* a GPU without clusters: filter_kernel */
-	if (getenv("STRATA_IDX_TRACE"))
-		fprintf(stderr, "idx-fcl: clusters of %d: %d at once\n", c, n);
-	if (n_known < 2 * kClMax)
-		known[n_known++] = Known{ kern, c, n };
-	return n;
-}
-
-static int filter_cluster(void (*kern)(Args), int fx, const strata_indexer_params *p)
-{
-	int mx = samp_env("STRATA_IDX_FCL", 8);
-	mx = mx > kClMax ? kClMax : mx;
-	if (mx <= 0 || fx < 1)
-		return 0;
-	const bool all = samp_env("STRATA_IDX_FCL_ALL", 0) != 0;
-	const long long rmax = samp_env("STRATA_IDX_FCL_ROUNDS", 2);
-	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
-	auto rounds = [&](int c) { return ((chunks + c - 1) / c + kFRound - 1) / kFRound; };
-	const int c0 = fx < mx ? fx : mx;
-	for (int c = c0; c >= 1; c--) {
-		if (!all && (rounds(c) > rmax || rounds(c) > rounds(c0)))
-			return 0; /* a smaller cluster only walks more */
-		const int n = cluster_room(kern, c);
-		if (n >= p->n_rows || (all && n >= 1))
-			return c;
-	}
-	return 0;
 }
 
 /* The whole indexer on stream s; with ev (5 events) recorded at the start, after the
