@@ -218,18 +218,21 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
  * rounds). STRATA_IDX_FCL_ALL=1 takes a cluster on every shape that can run one (tests);
  * STRATA_IDX_FCL_LOC: the leader's room for bucket-b* keys (kClLoc; tests lower it to
  * drive the global list). Returns the cluster size, or 0 for filter_kernel. Read at each
- * call; the GPU's room is asked once a kernel and size. */
+ * call; the GPU's room is asked once a kernel, size and device. */
 static int cluster_room(void (*kern)(Args), int c)
 {
-	struct Known {
-		void (*kern)(Args);
-		int c, n;
-	};
-	static Known known[2 * kClMax];
-	static int n_known = 0;
-	for (int i = 0; i < n_known; i++)
-		if (known[i].kern == kern && known[i].c == c)
-			return known[i].n;
+	/* per kernel and size: (device + 1) << 16 | room, 0 where not yet asked; the last
+	 * device asked (as launch_scan_v's occupancy cache) */
+	static std::atomic<unsigned> known[2][kClMax + 1];
+	std::atomic<unsigned> &slot = known[kern == filter_cl_kernel<1> ? 0 : 1][c];
+	int devi = 0;
+	if (cudaGetDevice(&devi) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	const unsigned v = slot.load(std::memory_order_relaxed);
+	if (v >> 16 == (unsigned)devi + 1)
+		return (int)(v & 0xffff);
 	int n = 0;
 	if (c <= 8 || cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
 			      cudaSuccess) {
@@ -247,10 +250,10 @@ static int cluster_room(void (*kern)(Args), int c)
 			n = 0;
 	}
 	(void)cudaGetLastError(); /* a GPU without clusters: filter_kernel */
+	n = n < 0 ? 0 : n > 0xffff ? 0xffff : n;
 	if (getenv("STRATA_IDX_TRACE"))
 		fprintf(stderr, "idx-fcl: clusters of %d: %d at once\n", c, n);
-	if (n_known < 2 * kClMax)
-		known[n_known++] = Known{ kern, c, n };
+	slot.store(((unsigned)devi + 1) << 16 | (unsigned)n, std::memory_order_relaxed);
 	return n;
 }
 
