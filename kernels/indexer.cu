@@ -717,7 +717,8 @@ __device__ __forceinline__ bool filter_cut(const Args &a, int row, int bx,
  * (filter_kernel; the row's last CTA selects from them) with this CTA's bin-2 counts in
  * its shared memory (flushed after the rounds). place(both) takes the CTA's places for
  * a round (selected count low, candidates high) and returns the lists' counts before
- * them; sel / cand store an entry at a place (past a list's room: dropped, counted). */
+ * them; sel / cand store an entry (cand: its key, idx_key64's) at a place (past a
+ * list's room: dropped, counted). */
 struct GlobalSink {
 	const Args &a;
 	int row;
@@ -732,11 +733,10 @@ struct GlobalSink {
 		if (at < (uint32_t)a.topk)
 			a.sel[(size_t)row * a.topk + at] = idx_key64(s, j);
 	}
-	__device__ __forceinline__ void cand(uint32_t at, uint32_t o, int j) const
+	__device__ __forceinline__ void cand(uint32_t at, unsigned long long key) const
 	{
 		if (at < a.cap)
-			a.cand[(size_t)row * a.cap + at] =
-				((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (uint32_t)j);
+			a.cand[(size_t)row * a.cap + at] = key;
 	}
 	__device__ __forceinline__ uint32_t *h2() const
 	{
@@ -850,7 +850,8 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
 					const uint32_t o = idx_ord32(s[r][u]);
 					agg_inc(&h2[c == 1u ? idx_sub_of(o, base, shift) : 0u], c == 1u);
 					if (c == 1u) {
-						sink.cand(bc, o, j);
+						sink.cand(bc, ((unsigned long long)o << 32) |
+							      (unsigned long long)(0xffffffffu - (uint32_t)j));
 						bc++;
 					}
 				}
@@ -1335,18 +1336,12 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			a.fx = c;
 			const int loc = samp_env("STRATA_IDX_FCL_LOC", kClLoc);
 			a.cl_loc = loc < 0 ? 0 : loc > kClLoc ? kClLoc : loc;
-			cudaLaunchConfig_t cfg = {};
+			cudaLaunchConfig_t cfg;
 			cudaLaunchAttribute at[2];
-			cfg.gridDim = dim3((unsigned)c, (unsigned)p->n_rows);
-			cfg.blockDim = dim3(kFThreads);
+			cluster_config(&cfg, at, c, p->n_rows);
 			cfg.stream = st;
-			at[0].id = cudaLaunchAttributeClusterDimension;
-			at[0].val.clusterDim.x = (unsigned)c;
-			at[0].val.clusterDim.y = 1;
-			at[0].val.clusterDim.z = 1;
 			at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 			at[1].val.programmaticStreamSerializationAllowed = 1;
-			cfg.attrs = at;
 			cfg.numAttrs = p->after_scan ? 1 : 2;
 			if (cudaLaunchKernelEx(&cfg, cl_kern, a) != cudaSuccess) {
 				err = strata_dev_check(dev, "indexer: cluster filter+select launch");

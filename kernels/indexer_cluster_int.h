@@ -79,10 +79,8 @@ struct ClusterSink {
 			lead->s.sc[at] = s;
 		}
 	}
-	__device__ __forceinline__ void cand(uint32_t at, uint32_t o, int j) const
+	__device__ __forceinline__ void cand(uint32_t at, unsigned long long key) const
 	{
-		const unsigned long long key =
-			((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (uint32_t)j);
 		if (at < (uint32_t)a.cl_loc)
 			lead->cl[at] = key;
 		else if (at < a.cap)
@@ -198,6 +196,21 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
 
 #undef STRATA_CL_ASM
 
+/* A launch of filter_cl_kernel: grid (c, rows) of clusters (c, 1, 1), the cluster's
+ * size as attribute at[0] (cfg->attrs = at, one attribute; the caller may add more). */
+static void cluster_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int c, int rows)
+{
+	*cfg = cudaLaunchConfig_t{};
+	cfg->gridDim = dim3((unsigned)c, (unsigned)rows);
+	cfg->blockDim = dim3(kFThreads);
+	at[0].id = cudaLaunchAttributeClusterDimension;
+	at[0].val.clusterDim.x = (unsigned)c;
+	at[0].val.clusterDim.y = 1;
+	at[0].val.clusterDim.z = 1;
+	cfg->attrs = at;
+	cfg->numAttrs = 1;
+}
+
 /* The filter and select as one cluster a row (filter_cl_kernel): its CTAs meet in the
  * leader's shared memory instead of L2 (indexer_cluster_int.h). The cluster takes the
  * row's filter_shape CTAs (fx), at most STRATA_IDX_FCL (8 by default; up to 16, a
@@ -236,16 +249,9 @@ static int cluster_room(void (*kern)(Args), int c)
 	int n = 0;
 	if (c <= 8 || cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
 			      cudaSuccess) {
-		cudaLaunchConfig_t cfg = {};
+		cudaLaunchConfig_t cfg;
 		cudaLaunchAttribute at[1];
-		cfg.gridDim = dim3((unsigned)c, 1);
-		cfg.blockDim = dim3(kFThreads);
-		at[0].id = cudaLaunchAttributeClusterDimension;
-		at[0].val.clusterDim.x = (unsigned)c;
-		at[0].val.clusterDim.y = 1;
-		at[0].val.clusterDim.z = 1;
-		cfg.attrs = at;
-		cfg.numAttrs = 1;
+		cluster_config(&cfg, at, c, 1);
 		if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess)
 			n = 0;
 	}
