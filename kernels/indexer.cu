@@ -748,13 +748,11 @@ struct GlobalSink {
  * scores, kFRound at a time; the first round's scores already in s), given the row's
  * first-level cut b*: ids with bucket > b* to the selected list, bucket-b* keys to the
  * candidate list, counted by sub-bin into sink.h2(). */
-template <int RN, typename Sink> /* RN: chunks a round (a multiple of 4) */
+template <typename Sink>
 __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int start, int step,
-					      float (&s)[RN][kFPer], uint32_t bstar, SelSmem &sm,
+					      float (&s)[kFRound][kFPer], uint32_t bstar, SelSmem &sm,
 					      const Sink &sink)
 {
-	static_assert(RN % 4 == 0 && kFPer == 4, "16 slots (two bits each) a class word");
-	constexpr int W = RN / 4; /* class words */
 	const int tid = threadIdx.x;
 	const float *sc = a.scores + (size_t)row * a.sstride;
 	uint32_t *h2 = sink.h2();
@@ -790,14 +788,9 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
 		return id_at(r, u) < L && !(s[r][u] < thr);
 	};
 	for (;;) {
-		uint32_t cls[W];
+		uint32_t cls = 0;
 #pragma unroll
-		for (int w = 0; w < W; w++)
-			cls[w] = 0;
-#pragma unroll
-		for (int r = 0; r < RN; r++) {
-			if (start + r * step >= L)
-				continue; /* block-uniform: past the row */
+		for (int r = 0; r < kFRound; r++)
 #pragma unroll
 			for (int u = 0; u < kFPer; u++) {
 				const bool in = at_or_above(r, u);
@@ -805,14 +798,11 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
 					continue;
 				const uint32_t b = idx_bucket_dev(s[r][u]);
 				const uint32_t c = !in ? 0u : b > bstar ? 2u : b == bstar ? 1u : 0u;
-				cls[r >> 2] |= c << (2 * ((r & 3) * kFPer + u));
+				cls |= c << (2 * (r * kFPer + u));
 			}
-		}
-		uint32_t v = 0;
-#pragma unroll
-		for (int w = 0; w < W; w++)
-			v += (uint32_t)__popc(cls[w] & 0xaaaaaaaau) |
-			     (uint32_t)__popc(cls[w] & 0x55555555u) << 16;
+		static_assert(kFRound * kFPer <= 16, "two bits a slot in one word");
+		const uint32_t v = (uint32_t)__popc(cls & 0xaaaaaaaau) |
+				   (uint32_t)__popc(cls & 0x55555555u) << 16;
 		uint32_t x = v;
 #pragma unroll
 		for (int d = 1; d < 32; d <<= 1) {
@@ -842,24 +832,21 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
 		const uint32_t ex = x - v;
 		uint32_t bs = sm.g_sel + __shfl_sync(0xffffffffu, ws, 0) + (ex & 0xffffu);
 		uint32_t bc = sm.g_cand + __shfl_sync(0xffffffffu, wc, 0) + (ex >> 16);
-		uint32_t wl[W]; /* warp-uniform */
+		const uint32_t wl = __reduce_or_sync(0xffffffffu, cls); /* warp-uniform */
 #pragma unroll
-		for (int w = 0; w < W; w++)
-			wl[w] = __reduce_or_sync(0xffffffffu, cls[w]);
-#pragma unroll
-		for (int r = 0; r < RN; r++)
+		for (int r = 0; r < kFRound; r++)
 #pragma unroll
 			for (int u = 0; u < kFPer; u++) {
-				const int sh = 2 * ((r & 3) * kFPer + u), w = r >> 2;
-				if (!(wl[w] >> sh & 3u)) /* warp-uniform */
+				const int sh = 2 * (r * kFPer + u);
+				if (!(wl >> sh & 3u)) /* warp-uniform */
 					continue;
-				const uint32_t c = cls[w] >> sh & 3u;
+				const uint32_t c = cls >> sh & 3u;
 				const int j = id_at(r, u);
 				if (c == 2u) {
 					sink.sel(bs, s[r][u], j);
 					bs++;
 				}
-				if (wl[w] >> sh & 1u) { /* warp-uniform: agg_inc votes */
+				if (wl >> sh & 1u) { /* warp-uniform: agg_inc votes */
 					const uint32_t o = idx_ord32(s[r][u]);
 					agg_inc(&h2[c == 1u ? idx_sub_of(o, base, shift) : 0u], c == 1u);
 					if (c == 1u) {
@@ -869,11 +856,11 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
 					}
 				}
 			}
-		start += RN * step;
+		start += kFRound * step;
 		if (start >= L)
 			break;
 #pragma unroll
-		for (int r = 0; r < RN; r++)
+		for (int r = 0; r < kFRound; r++)
 			load_chunk(sc, start + r * step, L, s[r]);
 	}
 }
@@ -1343,12 +1330,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	}
 	if (!ev) {
 		constexpr int kPer = STRATA_INDEXER_MAX_TOPK / kFThreads;
-		const int rn = samp_env("STRATA_IDX_FCL_RN", 8) == 4 ? 4 : 8;
-		const int ki = (p->topk <= kFThreads ? 0 : 1) + (rn == 4 ? 2 : 0);
-		void (*const cl_kerns[4])(Args) = { filter_cl_kernel<1, 8>, filter_cl_kernel<kPer, 8>,
-						    filter_cl_kernel<1, 4>, filter_cl_kernel<kPer, 4> };
-		auto cl_kern = cl_kerns[ki];
-		const int c = scored && !sx ? filter_cluster(cl_kern, ki, rn, fx, p) : 0;
+		auto cl_kern = p->topk <= kFThreads ? filter_cl_kernel<1> : filter_cl_kernel<kPer>;
+		const int c = scored && !sx ? filter_cluster(cl_kern, fx, p) : 0;
 		if (c) {
 			a.fx = c;
 			const int loc = samp_env("STRATA_IDX_FCL_LOC", kClLoc);

@@ -96,8 +96,7 @@ struct ClusterSink {
  * a row's cluster walks chunks x, x + C, ... as filter_kernel's CTAs do; the leader
  * (x = 0) then selects the row (header comment). Rows with limit <= k are written by
  * the leader, with no barrier (the limit is the same for the whole cluster). */
-template <int PER, int RN> /* PER: ids a select thread sorts, one where k <= kFThreads
-			     * (run_indexer); RN: chunks a round */
+template <int PER> /* ids a select thread sorts: one where k <= kFThreads (run_indexer) */
 __global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
@@ -139,10 +138,10 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
 	const int step = a.fx * kFChunk;
 	const int start = bx * kFChunk;
 	const bool work = start < L; /* block-uniform: this CTA has a chunk */
-	float s[RN][kFPer];
+	float s[kFRound][kFPer];
 	if (work) {
 #pragma unroll
-		for (int r = 0; r < RN; r++)
+		for (int r = 0; r < kFRound; r++)
 			load_chunk(sc, start + r * step, L, s[r]);
 	}
 	uint32_t bstar, above1;
@@ -233,12 +232,12 @@ static void cluster_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int
  * STRATA_IDX_FCL_LOC: the leader's room for bucket-b* keys (kClLoc; tests lower it to
  * drive the global list). Returns the cluster size, or 0 for filter_kernel. Read at each
  * call; the GPU's room is asked once a kernel, size and device. */
-static int cluster_room(void (*kern)(Args), int ki, int c)
+static int cluster_room(void (*kern)(Args), int c)
 {
 	/* per kernel and size: (device + 1) << 16 | room, 0 where not yet asked; the last
 	 * device asked (as launch_scan_v's occupancy cache) */
-	static std::atomic<unsigned> known[4][kClMax + 1];
-	std::atomic<unsigned> &slot = known[ki][c];
+	static std::atomic<unsigned> known[2][kClMax + 1];
+	std::atomic<unsigned> &slot = known[kern == filter_cl_kernel<1> ? 0 : 1][c];
 	int devi = 0;
 	if (cudaGetDevice(&devi) != cudaSuccess) {
 		(void)cudaGetLastError();
@@ -264,22 +263,21 @@ static int cluster_room(void (*kern)(Args), int ki, int c)
 	return n;
 }
 
-static int filter_cluster(void (*kern)(Args), int ki, int rn, int fx,
-			  const strata_indexer_params *p)
+static int filter_cluster(void (*kern)(Args), int fx, const strata_indexer_params *p)
 {
 	int mx = samp_env("STRATA_IDX_FCL", 8);
 	mx = mx > kClMax ? kClMax : mx;
 	if (mx <= 0 || fx < 1)
 		return 0;
 	const bool all = samp_env("STRATA_IDX_FCL_ALL", 0) != 0;
-	const long long rmax = samp_env("STRATA_IDX_FCL_ROUNDS", 8 / rn); /* 8 chunks a CTA */
+	const long long rmax = samp_env("STRATA_IDX_FCL_ROUNDS", 2);
 	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
-	auto rounds = [&](int c) { return ((chunks + c - 1) / c + rn - 1) / rn; };
+	auto rounds = [&](int c) { return ((chunks + c - 1) / c + kFRound - 1) / kFRound; };
 	const int c0 = fx < mx ? fx : mx;
 	for (int c = c0; c >= 1; c--) {
 		if (!all && (rounds(c) > rmax || rounds(c) > rounds(c0)))
 			return 0; /* a smaller cluster only walks more */
-		const int n = cluster_room(kern, ki, c);
+		const int n = cluster_room(kern, c);
 		if (n >= p->n_rows || (all && n >= 1))
 			return c;
 	}
