@@ -390,34 +390,98 @@ __device__ __forceinline__ int hist_copies(const idx_wg_args &a)
 }
 
 /* The rows' histograms into the global ones (copy x % hist_copies), after every tile (the
- * scan's tail): row + r's where lr[r] (scored here). */
+ * scan's tail): row + r's where lr[r] (scored here). With a.flush_top (two and four rows
+ * a CTA), only the bins
+ * that can hold the row's k-th score: each thread owns a run of bins, and a run with k or
+ * more of this CTA's scores in the runs above it is left out. Exact: the row's k-th
+ * bucket b* lies at or above this CTA's own k-th, so every bin from b* up is flushed by
+ * every CTA, and the row's counts there (all that a cut reads: count(>= b) for b >= b*,
+ * found from the top) are whole; the bins below b* may fall short, which no reader of
+ * the histogram uses (filter_cut, row_cut, the fused tail's barrier, stage_role). */
 template <int R>
 __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
 					   const uint32_t (&h)[R][hist_words(R)], const int (&lr)[R])
 {
+	constexpr int W = hist_words(R) / kWgThreads; /* words a thread */
+	static_assert(hist_words(R) % kWgThreads == 0, "runs of whole words");
+	__shared__ uint32_t wsum[R][kWgThreads / 32];
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		idx_trace(a.trace, IDX_T_SCAN1);
 		idx_trace_cta(a.trace, 1, 0);
 	}
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	auto on = [&](int r) { /* block-uniform: one row: scored, or the CTA had returned;
+				* samp_tail: no histogram */
+		return !((R > 1 && !lr[r]) || a.fused == 2);
+	};
+	if constexpr (R == 1) { /* one row (the 80-register loops, which spilled with the
+				 * run's sums): every bin, as before */
+		if (on(0)) {
+			uint32_t *gh = a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy +
+				       (size_t)row * IDX_BINS;
+			for (int i = tid; i < IDX_BINS; i += kWgThreads) {
+				const uint32_t u = h[0][i];
+				if (u)
+					atomicAdd(&gh[i], u);
+			}
+		}
+		idx_trace_fenced(a.trace, IDX_T_SCAN2);
+		wait_groups<0>();
+		return;
+	}
+	auto word = [&](int r, int w) { return h[r][tid * W + w]; }; /* this thread's run */
+	uint32_t above[R];
 #pragma unroll
 	for (int r = 0; r < R; r++) {
-		if ((R > 1 && !lr[r]) || a.fused == 2) /* block-uniform; one row: scored, or the
-							* CTA had returned; samp_tail: no histogram */
+		above[r] = 0;
+		if (!on(r) || !a.flush_top)
+			continue;
+		uint32_t sum = 0;
+#pragma unroll
+		for (int w = 0; w < W; w++) {
+			const uint32_t u = word(r, w);
+			sum += hist_packed(R) ? (u & 0xffffu) + (u >> 16) : u;
+		}
+		uint32_t x = sum; /* this warp's runs from this lane's up */
+#pragma unroll
+		for (int d = 1; d < 32; d <<= 1) {
+			const uint32_t y = __shfl_down_sync(0xffffffffu, x, d);
+			if (lane + d < 32)
+				x += y;
+		}
+		above[r] = x - sum;
+		if (lane == 0)
+			wsum[r][warp] = x;
+	}
+	if (a.flush_top) {
+		__syncthreads();
+#pragma unroll
+		for (int r = 0; r < R; r++)
+#pragma unroll
+			for (int w2 = 1; w2 < kWgThreads / 32; w2++)
+				if (w2 > warp)
+					above[r] += wsum[r][w2];
+	}
+#pragma unroll
+	for (int r = 0; r < R; r++) {
+		if (!on(r) || above[r] >= (uint32_t)a.topk) /* this run lies below the CTA's k-th */
 			continue;
 		uint32_t *gh = a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy +
 			       (size_t)(row + r) * IDX_BINS;
-		for (int i = threadIdx.x; i < hist_words(R); i += kWgThreads) {
-			const uint32_t v = h[r][i];
+#pragma unroll
+		for (int w = 0; w < W; w++) {
+			const uint32_t u = word(r, w);
+			const int i = tid * W + w;
 			if (!hist_packed(R)) {
-				if (v)
-					atomicAdd(&gh[i], v);
+				if (u)
+					atomicAdd(&gh[i], u);
 			} else { /* two 16-bit counts */
-				if (v & 0xffffu)
-					atomicAdd(&gh[2 * i], v & 0xffffu);
-				if (v >> 16)
-					atomicAdd(&gh[2 * i + 1], v >> 16);
+				if (u & 0xffffu)
+					atomicAdd(&gh[2 * i], u & 0xffffu);
+				if (u >> 16)
+					atomicAdd(&gh[2 * i + 1], u >> 16);
 			}
 		}
 	}
@@ -576,7 +640,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	static_assert(!XT || (R == 2 && T && !SAMP && S >= 3), "the cross-tile loop: two rows, TMA");
+	static_assert(!XT || (R == 2 && T && !SAMP), "the cross-tile loop: two rows, TMA");
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
@@ -1193,7 +1257,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 constexpr int kSsStages = 2;
 /* The two-row cross-tile loop's ring (scan_ss_kernel's XT): tile i + 1 is waited for half
  * a tile earlier than in the plain loop, so one more tile is in flight. */
-constexpr int kSsXtStages = 3;
+constexpr int kSsXtStages = 2;
 constexpr int kRsStages = 4;
 
 template <typename K> static int wg_prepare(K kern, size_t smem)
@@ -1501,7 +1565,7 @@ static bool ss_tensor_map(const uint8_t *pages, CUtensorMap *tm)
 static bool ss_xt(void)
 {
 	const char *e = getenv("STRATA_IDX_SS_XT");
-	return !(e && *e == '0');
+	return e && *e == '1';
 }
 
 /* The scan with R query rows a CTA (a->rows). */
