@@ -390,98 +390,34 @@ __device__ __forceinline__ int hist_copies(const idx_wg_args &a)
 }
 
 /* The rows' histograms into the global ones (copy x % hist_copies), after every tile (the
- * scan's tail): row + r's where lr[r] (scored here). With a.flush_top (two and four rows
- * a CTA), only the bins
- * that can hold the row's k-th score: each thread owns a run of bins, and a run with k or
- * more of this CTA's scores in the runs above it is left out. Exact: the row's k-th
- * bucket b* lies at or above this CTA's own k-th, so every bin from b* up is flushed by
- * every CTA, and the row's counts there (all that a cut reads: count(>= b) for b >= b*,
- * found from the top) are whole; the bins below b* may fall short, which no reader of
- * the histogram uses (filter_cut, row_cut, the fused tail's barrier, stage_role). */
+ * scan's tail): row + r's where lr[r] (scored here). */
 template <int R>
 __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
 					   const uint32_t (&h)[R][hist_words(R)], const int (&lr)[R])
 {
-	constexpr int W = hist_words(R) / kWgThreads; /* words a thread */
-	static_assert(hist_words(R) % kWgThreads == 0, "runs of whole words");
-	__shared__ uint32_t wsum[R][kWgThreads / 32];
 	idx_pdl_trigger(); /* the flush below is short: let the filter launch */
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		idx_trace(a.trace, IDX_T_SCAN1);
 		idx_trace_cta(a.trace, 1, 0);
 	}
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	auto on = [&](int r) { /* block-uniform: one row: scored, or the CTA had returned;
-				* samp_tail: no histogram */
-		return !((R > 1 && !lr[r]) || a.fused == 2);
-	};
-	if constexpr (R == 1) { /* one row (the 80-register loops, which spilled with the
-				 * run's sums): every bin, as before */
-		if (on(0)) {
-			uint32_t *gh = a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy +
-				       (size_t)row * IDX_BINS;
-			for (int i = tid; i < IDX_BINS; i += kWgThreads) {
-				const uint32_t u = h[0][i];
-				if (u)
-					atomicAdd(&gh[i], u);
-			}
-		}
-		idx_trace_fenced(a.trace, IDX_T_SCAN2);
-		wait_groups<0>();
-		return;
-	}
-	auto word = [&](int r, int w) { return h[r][tid * W + w]; }; /* this thread's run */
-	uint32_t above[R];
 #pragma unroll
 	for (int r = 0; r < R; r++) {
-		above[r] = 0;
-		if (!on(r) || !a.flush_top)
-			continue;
-		uint32_t sum = 0;
-#pragma unroll
-		for (int w = 0; w < W; w++) {
-			const uint32_t u = word(r, w);
-			sum += hist_packed(R) ? (u & 0xffffu) + (u >> 16) : u;
-		}
-		uint32_t x = sum; /* this warp's runs from this lane's up */
-#pragma unroll
-		for (int d = 1; d < 32; d <<= 1) {
-			const uint32_t y = __shfl_down_sync(0xffffffffu, x, d);
-			if (lane + d < 32)
-				x += y;
-		}
-		above[r] = x - sum;
-		if (lane == 0)
-			wsum[r][warp] = x;
-	}
-	if (a.flush_top) {
-		__syncthreads();
-#pragma unroll
-		for (int r = 0; r < R; r++)
-#pragma unroll
-			for (int w2 = 1; w2 < kWgThreads / 32; w2++)
-				if (w2 > warp)
-					above[r] += wsum[r][w2];
-	}
-#pragma unroll
-	for (int r = 0; r < R; r++) {
-		if (!on(r) || above[r] >= (uint32_t)a.topk) /* this run lies below the CTA's k-th */
+		if ((R > 1 && !lr[r]) || a.fused == 2) /* block-uniform; one row: scored, or the
+							* CTA had returned; samp_tail: no histogram */
 			continue;
 		uint32_t *gh = a.hist + (size_t)(blockIdx.x % hist_copies(a)) * a.hcopy +
 			       (size_t)(row + r) * IDX_BINS;
-#pragma unroll
-		for (int w = 0; w < W; w++) {
-			const uint32_t u = word(r, w);
-			const int i = tid * W + w;
+		for (int i = threadIdx.x; i < hist_words(R); i += kWgThreads) {
+			const uint32_t v = h[r][i];
 			if (!hist_packed(R)) {
-				if (u)
-					atomicAdd(&gh[i], u);
+				if (v)
+					atomicAdd(&gh[i], v);
 			} else { /* two 16-bit counts */
-				if (u & 0xffffu)
-					atomicAdd(&gh[2 * i], u & 0xffffu);
-				if (u >> 16)
-					atomicAdd(&gh[2 * i + 1], u >> 16);
+				if (v & 0xffffu)
+					atomicAdd(&gh[2 * i], v & 0xffffu);
+				if (v >> 16)
+					atomicAdd(&gh[2 * i + 1], v >> 16);
 			}
 		}
 	}
@@ -635,12 +571,11 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
  * row 21.9 us, unchanged. */
 /* SAMP: 0, the filter or the row barrier; 1, the sampled tail (samp_tail); 2, the same
  * with the staged filing (samp_staged: more tiles a CTA than samp_tail holds) */
-template <int S, int R, bool T, int SAMP = 0, bool XT = false>
+template <int S, int R, bool T, int SAMP = 0>
 __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	static_assert(!XT || (R == 2 && T && !SAMP), "the cross-tile loop: two rows, TMA");
 	extern __shared__ uint8_t smem_raw[];
 	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
@@ -718,55 +653,6 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	int key = cta.x * kTile + kt;
 	float *sp = a.scores + (size_t)row * a.sstride + key;
 
-	if constexpr (XT) {
-		/* Two rows, the MMAs pipelined across tiles: row 0's MMA of tile i + 1 is issued
-		 * before row 1's epilogue of tile i, so that this CTA always has an MMA in flight
-		 * under an epilogue (rows_overlapped leaves none under the tile's last one).
-		 * Every MMA is issued and waited for unconditionally (ptxas serialises wgmmas
-		 * under branches): after the last tile, a spare one on the last tile's slot,
-		 * its result unused. */
-		float d[2][32];
-		auto landed = [&](int t) { mbar_wait(bar0 + 8u * (uint32_t)(t % S), (uint32_t)(t / S) & 1u); };
-		auto issue = [&](float(&dd)[32], int t, int r) {
-			const uint64_t da = da0 + (uint64_t)((t % S) * (kTileBytes >> 4));
-			reg_fence(dd);
-			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-			wgmma_ss4(dd, da, db + (uint64_t)(r * kQDesc));
-			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-		};
-		if (n > 0)
-			landed(0);
-		issue(d[0], 0, 0);
-		for (int i = 0; i < n; i++) {
-			const int slot = i % S;
-			__syncthreads(); /* tile i - 1 wholly scored: its slot is free */
-			if (tid == 0 && i + S - 1 < n) { /* tile i + S - 1 into it */
-				const int sl = (i + S - 1) % S;
-				ss_tma(&tm, a.pages, pnext, b0 + (uint32_t)(sl * kTileBytes),
-				       ks0 + (uint32_t)(sl * kTile * 4), bar0 + 8u * (uint32_t)sl);
-			}
-			pnext = pt_at(i + S);
-			issue(d[1], i, 1);
-			const float ks = sm.ks[slot][kt];
-			asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* row 0's */
-			reg_fence(d[0]);
-			if (lr[0])
-				score_tile<hist_packed(R), true>(d[0], wt[0], c, ks, key < lr[0], sp, sm.hist[0]);
-			const int nx = i + 1 < n ? i + 1 : i;
-			if (i + 1 < n)
-				landed(nx);
-			issue(d[0], nx, 0);
-			asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* row 1's */
-			reg_fence(d[1]);
-			if (lr[1])
-				score_tile<hist_packed(R), true>(d[1], wt[1], c, ks, key < lr[1],
-								 sp + a.sstride, sm.hist[1]);
-			key += kstep;
-			sp += kstep;
-		}
-		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); /* the spare */
-		reg_fence(d[0]);
-	} else
 	for (int i = 0; i < n; i++) {
 		const int slot = i % S;
 		/* TMA form: tile i + S - 1 into tile i - 1's slot by thread 0; with one row after
@@ -1255,9 +1141,6 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
  * us, 0.58 / 0.65: fewer CTAs fit). MXFP4: 4 pages (three in flight beyond the one
  * being scored; a power of two keeps the slot arithmetic cheap). */
 constexpr int kSsStages = 2;
-/* The two-row cross-tile loop's ring (scan_ss_kernel's XT): tile i + 1 is waited for half
- * a tile earlier than in the plain loop, so one more tile is in flight. */
-constexpr int kSsXtStages = 2;
 constexpr int kRsStages = 4;
 
 template <typename K> static int wg_prepare(K kern, size_t smem)
@@ -1512,8 +1395,6 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
-			wg_prepare(scan_ss_kernel<kSsXtStages, 2, true, 0, true>,
-				   smem_of<SsSmem<kSsXtStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 2>, smem_of<SsSmem<kSsStages, 1>>()) &&
@@ -1560,14 +1441,6 @@ static bool ss_tensor_map(const uint8_t *pages, CUtensorMap *tm)
 	return e == 0;
 }
 
-/* The two-row FP8 scan's cross-tile loop (scan_ss_kernel's XT; kSsXtStages). STRATA_IDX_SS_XT=0 /
- * 1: off / on (read at each call). */
-static bool ss_xt(void)
-{
-	const char *e = getenv("STRATA_IDX_SS_XT");
-	return e && *e == '1';
-}
-
 /* The scan with R query rows a CTA (a->rows). */
 template <int R>
 static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st, int *fused)
@@ -1577,10 +1450,6 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		const int mode = ss_tma_mode();
 		const int tma = mode < 0 ? R > 1 : mode; /* ss_tma_mode's rule */
 		CUtensorMap tm;
-		if (R == 2 && tma && ss_xt() && ss_tensor_map(a->pages, &tm))
-			return wg_launch(scan_ss_kernel<kSsXtStages, 2, true, 0, true>, nullptr, nullptr,
-					 smem_of<SsSmem<kSsXtStages, 2>>(), a, n_req, max_limit, st, fused,
-					 1, tm);
 		if (tma && ss_tensor_map(a->pages, &tm))
 			return wg_launch(scan_ss_kernel<kSsStages, R, true>,
 					 R == 1 ? scan_ss_kernel<kSsStages, R, true, R == 1> : nullptr,
