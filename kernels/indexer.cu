@@ -88,7 +88,6 @@ struct Args {
 	unsigned long long *trace; /* idx_trace (indexer_int.h), or null */
 	uint32_t *sw; /* select_list: the sampled tail's bound words, [rows][IDX_SAMPW] */
 	int cl_loc;   /* filter_cl_kernel: bucket-b* keys its leader holds (<= kClLoc) */
-	int bm_sort;  /* sort_emit: rows that fit its bitmap sorted by it */
 };
 
 /* The row's cut word (strata_indexer_params.cut_out), for a poller on another stream. */
@@ -1213,7 +1212,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	a.cap = l.cand_cap;
 	a.cut_out = p->cut_out;
 	a.cut_epoch = p->cut_epoch;
-	a.bm_sort = samp_env("STRATA_IDX_BMSORT", 1) != 0; /* 0: the counting sort (tests) */
 
 	cudaStream_t st = reinterpret_cast<cudaStream_t>(kstream(dev, s));
 	a.trace = ev ? nullptr : trace_begin(st);

@@ -70,20 +70,11 @@ __device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *pre
 	*mask_out = mask;
 }
 
-/* Rows up to this long sort by bitmap (sort_emit): one bit an id in sm.u. */
-constexpr int kBmWords = (int)(sizeof(SelSmem::u) / 4);
-constexpr int kBmRun = kBmWords / kFThreads; /* words a thread counts */
-static_assert(kBmRun % 4 == 0, "16-byte reads of a thread's run");
-
 /* Sorts the row's selected ids (sm.ids[0..k), INT_MAX where unfilled) ascending and
- * writes them, -1 padded, with their scores. Rows of up to 32 kBmWords ids (512K tokens)
- * by a bitmap: each id sets its bit, each thread counts the set bits of its run of
- * kBmRun words, one block scan gives each run's first place, and each id's place is its
- * run's plus the set bits before it in the run. Longer rows by a counting sort on the
- * ids' top 11 bits (2048 buckets, positions by a block scan) then, inside each bucket,
- * rank by counting the bucket's smaller ids: a few barriers instead of a bitonic
- * network's 45, and a bucket spans at most max(1, L / 2048) ids, which bounds the
- * counting loop. */
+ * writes them, -1 padded, with their scores. A counting sort on the ids' top 11 bits
+ * (2048 buckets, positions by a block scan) then, inside each bucket, rank by counting
+ * the bucket's smaller ids: a few barriers instead of a bitonic network's 45, and a
+ * bucket spans at most max(1, L / 2048) ids, which bounds the counting loop. */
 template <int PER = STRATA_INDEXER_MAX_TOPK / kFThreads> /* ids a thread: k <= PER kFThreads */
 __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::TempStorage &tmp)
 {
@@ -91,7 +82,15 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 	static_assert(NB * 8 <= (int)sizeof(sm.u), "bucket starts and ids share sm.u");
 	static_assert(NB == kFThreads * 4, "4 buckets per thread");
 	const int k = a.topk, tid = threadIdx.x;
+	uint32_t *cnt = reinterpret_cast<uint32_t *>(&sm.u); /* [NB] counts, then starts */
+	int32_t *by = reinterpret_cast<int32_t *>(cnt + NB); /* [<= k] ids grouped by bucket */
+	const int nbits = 32 - __clz(L - 1);                  /* L >= 2 here */
+	const int shift = nbits > 11 ? nbits - 11 : 0;
+	for (int b = tid; b < NB; b += kFThreads)
+		cnt[b] = 0;
+	__syncthreads();
 	int32_t id[PER];
+	uint32_t bk[PER], pos[PER];
 	float sv[PER]; /* each id's score (select_row keeps them beside the ids) */
 	int32_t *oid = a.out_ids + (size_t)row * k;
 	float *osc = a.out_scores ? a.out_scores + (size_t)row * k : nullptr;
@@ -100,102 +99,49 @@ __device__ void sort_emit(const Args &a, int row, int L, SelSmem &sm, FScan::Tem
 		const int i = tid + j * kFThreads;
 		id[j] = i < k ? sm.ids[i] : -1;
 		sv[j] = i < k ? sm.sc[i] : 0.0f;
-		if (id[j] < 0 || id[j] >= L)
+		if (id[j] >= 0 && id[j] < L) {
+			bk[j] = (uint32_t)id[j] >> shift;
+			pos[j] = atomicAdd(&cnt[bk[j]], 1u);
+		} else {
 			id[j] = -1;
+		}
 	}
-	uint32_t total;
-	if (a.bm_sort && L <= 32 * kBmWords) { /* block-uniform */
-		uint32_t *bm = sm.u.h2;
-		uint32_t *first = reinterpret_cast<uint32_t *>(sm.ids); /* [kFThreads], read above */
-		static_assert(sizeof(sm.ids) >= kFThreads * 4, "a run's first place a thread");
-		uint4 *run4 = reinterpret_cast<uint4 *>(bm + tid * kBmRun);
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SCNT);
+	uint32_t c4[4], sum = 0, off, total;
 #pragma unroll
-		for (int w = 0; w < kBmRun / 4; w++)
-			run4[w] = make_uint4(0, 0, 0, 0);
-		__syncthreads(); /* cleared; every id and score read */
+	for (int q = 0; q < 4; q++) {
+		c4[q] = cnt[4 * tid + q];
+		sum += c4[q];
+	}
+	FScan(tmp).ExclusiveSum(sum, off, total);
 #pragma unroll
-		for (int j = 0; j < PER; j++)
-			if (id[j] >= 0)
-				atomicOr(&bm[id[j] >> 5], 1u << (id[j] & 31));
-		__syncthreads();
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SCNT);
-		uint32_t cnt = 0, off;
+	for (int q = 0; q < 4; q++) {
+		cnt[4 * tid + q] = off;
+		off += c4[q];
+	}
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SSCAN);
 #pragma unroll
-		for (int w = 0; w < kBmRun / 4; w++) {
-			const uint4 q = run4[w];
-			cnt += __popc(q.x) + __popc(q.y) + __popc(q.z) + __popc(q.w);
-		}
-		FScan(tmp).ExclusiveSum(cnt, off, total);
-		first[tid] = off;
-		__syncthreads();
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SSCAN);
+	for (int j = 0; j < PER; j++)
+		if (id[j] >= 0)
+			by[cnt[bk[j]] + pos[j]] = id[j];
+	__syncthreads();
+	if (tid == 0)
+		idx_trace(a.trace, IDX_T_SSCAT);
 #pragma unroll
-		for (int j = 0; j < PER; j++) {
-			if (id[j] < 0)
-				continue;
-			const int wi = id[j] >> 5, t0 = wi / kBmRun * kBmRun;
-			uint32_t at = first[wi / kBmRun] + __popc(bm[wi] & ((1u << (id[j] & 31)) - 1u));
-			for (int w = t0; w < wi; w++)
-				at += __popc(bm[w]);
-			oid[at] = id[j];
-			if (osc)
-				osc[at] = sv[j];
-		}
-	} else {
-		uint32_t *cnt = reinterpret_cast<uint32_t *>(&sm.u); /* [NB] counts, then starts */
-		int32_t *by = reinterpret_cast<int32_t *>(cnt + NB); /* [<= k] ids grouped by bucket */
-		const int nbits = 32 - __clz(L - 1);
-		const int shift = nbits > 11 ? nbits - 11 : 0;
-		for (int b = tid; b < NB; b += kFThreads)
-			cnt[b] = 0;
-		__syncthreads(); /* cleared; every id and score read */
-		uint32_t bk[PER], pos[PER];
-#pragma unroll
-		for (int j = 0; j < PER; j++)
-			if (id[j] >= 0) {
-				bk[j] = (uint32_t)id[j] >> shift;
-				pos[j] = atomicAdd(&cnt[bk[j]], 1u);
-			}
-		__syncthreads();
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SCNT);
-		uint32_t c4[4], sum = 0, off;
-#pragma unroll
-		for (int q = 0; q < 4; q++) {
-			c4[q] = cnt[4 * tid + q];
-			sum += c4[q];
-		}
-		FScan(tmp).ExclusiveSum(sum, off, total);
-#pragma unroll
-		for (int q = 0; q < 4; q++) {
-			cnt[4 * tid + q] = off;
-			off += c4[q];
-		}
-		__syncthreads();
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SSCAN);
-#pragma unroll
-		for (int j = 0; j < PER; j++)
-			if (id[j] >= 0)
-				by[cnt[bk[j]] + pos[j]] = id[j];
-		__syncthreads();
-		if (tid == 0)
-			idx_trace(a.trace, IDX_T_SSCAT);
-#pragma unroll
-		for (int j = 0; j < PER; j++) {
-			if (id[j] < 0)
-				continue;
-			const uint32_t s0 = cnt[bk[j]],
-				       s1 = bk[j] + 1 < (uint32_t)NB ? cnt[bk[j] + 1] : total;
-			uint32_t at = s0;
-			for (uint32_t q = s0; q < s1; q++)
-				at += by[q] < id[j];
-			oid[at] = id[j];
-			if (osc)
-				osc[at] = sv[j];
-		}
+	for (int j = 0; j < PER; j++) {
+		if (id[j] < 0)
+			continue;
+		const uint32_t s0 = cnt[bk[j]], s1 = bk[j] + 1 < (uint32_t)NB ? cnt[bk[j] + 1] : total;
+		uint32_t at = s0;
+		for (uint32_t q = s0; q < s1; q++)
+			at += by[q] < id[j];
+		oid[at] = id[j];
+		if (osc)
+			osc[at] = sv[j];
 	}
 	for (int i = (int)total + tid; i < k; i += kFThreads) {
 		oid[i] = -1;

@@ -742,8 +742,7 @@ END_TEST
  * here on every shape (STRATA_IDX_FCL_ALL=1), with clusters of 8, of 16 (a non-portable
  * size) and of 2, and with the leader's room for bucket-b* keys cut to 16 and to none
  * (STRATA_IDX_FCL_LOC: the rest through the global list, and past its capacity from the
- * scores; with clusters of 2 the ids sorted by counting at every length, STRATA_IDX_BMSORT=0,
- * where rows up to 131,072 ids are sorted by bitmap otherwise). Both scans (the default and wgmma), 1 - 4 rows, limits 0, 1, k - 1, k, k + 1,
+ * scores). Both scans (the default and wgmma), 1 - 4 rows, limits 0, 1, k - 1, k, k + 1,
  * off-block, long and mixed; all-equal and all-ReLU-zero rows (crowded bins, the list
  * overflowing). run_gpu's phases path (filter_kernel, then select_kernel) must agree bit
  * for bit. Its own tcase (CK_RUN_CASE=cluster runs it alone). */
@@ -756,10 +755,8 @@ START_TEST(filter_cluster)
 		setenv("STRATA_IDX_FCL", size[v], 1);
 		if (v == 1)
 			setenv("STRATA_IDX_FCL_LOC", "16", 1);
-		if (v == 2) {
+		if (v == 2)
 			setenv("STRATA_IDX_FCL_LOC", "0", 1);
-			setenv("STRATA_IDX_BMSORT", "0", 1); /* the counting sort at every length */
-		}
 		const uint64_t sd = 300 + 20 * (uint64_t)v;
 		int rows_of[5] = { 1, 4, 2, 3, 1 };
 		int lim[11] = { 20000, 513, 511, 512, 2049, 0, 1, 777, 65536, 3001, 40001 };
@@ -800,7 +797,6 @@ START_TEST(filter_cluster)
 		unsetenv("STRATA_IDX_FCL_ALL");
 		unsetenv("STRATA_IDX_FCL");
 		unsetenv("STRATA_IDX_FCL_LOC");
-		unsetenv("STRATA_IDX_BMSORT");
 	}
 }
 END_TEST
