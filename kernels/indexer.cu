@@ -1330,13 +1330,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 	}
 	if (!ev) {
 		constexpr int kPer = STRATA_INDEXER_MAX_TOPK / kFThreads;
-		const int ki = p->topk <= kFThreads ? 0 : 1;
-		void (*const cl_kerns[2][2])(Args) = { { filter_cl_kernel<1, 2>, filter_cl_kernel<1, 3> },
-						       { filter_cl_kernel<kPer, 2>,
-							 filter_cl_kernel<kPer, 3> } };
-		int three = 0;
-		const int c = scored && !sx ? filter_cluster(cl_kerns[ki], ki, fx, p, &three) : 0;
-		auto cl_kern = cl_kerns[ki][three];
+		auto cl_kern = p->topk <= kFThreads ? filter_cl_kernel<1> : filter_cl_kernel<kPer>;
+		const int c = scored && !sx ? filter_cluster(cl_kern, fx, p) : 0;
 		if (c) {
 			a.fx = c;
 			const int loc = samp_env("STRATA_IDX_FCL_LOC", kClLoc);

@@ -96,9 +96,8 @@ struct ClusterSink {
  * a row's cluster walks chunks x, x + C, ... as filter_kernel's CTAs do; the leader
  * (x = 0) then selects the row (header comment). Rows with limit <= k are written by
  * the leader, with no barrier (the limit is the same for the whole cluster). */
-template <int PER, int MB> /* PER: ids a select thread sorts, one where k <= kFThreads
-			     * (run_indexer); MB: CTAs an SM (2: 64 registers; 3: 40, spilling) */
-__global__ void __launch_bounds__(kFThreads, MB) filter_cl_kernel(Args a)
+template <int PER> /* ids a select thread sorts: one where k <= kFThreads (run_indexer) */
+__global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
 	__shared__ ClSmem cs;
@@ -233,12 +232,12 @@ static void cluster_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int
  * STRATA_IDX_FCL_LOC: the leader's room for bucket-b* keys (kClLoc; tests lower it to
  * drive the global list). Returns the cluster size, or 0 for filter_kernel. Read at each
  * call; the GPU's room is asked once a kernel, size and device. */
-static int cluster_room(void (*kern)(Args), int ki, int c)
+static int cluster_room(void (*kern)(Args), int c)
 {
 	/* per kernel and size: (device + 1) << 16 | room, 0 where not yet asked; the last
 	 * device asked (as launch_scan_v's occupancy cache) */
-	static std::atomic<unsigned> known[4][kClMax + 1];
-	std::atomic<unsigned> &slot = known[ki][c];
+	static std::atomic<unsigned> known[2][kClMax + 1];
+	std::atomic<unsigned> &slot = known[kern == filter_cl_kernel<1> ? 0 : 1][c];
 	int devi = 0;
 	if (cudaGetDevice(&devi) != cudaSuccess) {
 		(void)cudaGetLastError();
@@ -264,16 +263,13 @@ static int cluster_room(void (*kern)(Args), int ki, int c)
 	return n;
 }
 
-static int filter_cluster(void (*const kern[2])(Args), int ki, int fx,
-			  const strata_indexer_params *p, int *three)
+static int filter_cluster(void (*kern)(Args), int fx, const strata_indexer_params *p)
 {
-	*three = 0;
 	int mx = samp_env("STRATA_IDX_FCL", 8);
 	mx = mx > kClMax ? kClMax : mx;
 	if (mx <= 0 || fx < 1)
 		return 0;
 	const bool all = samp_env("STRATA_IDX_FCL_ALL", 0) != 0;
-	const int mb3 = samp_env("STRATA_IDX_FCL_MB3", 1); /* 0 never, 1 where needed, 2 always */
 	const long long rmax = samp_env("STRATA_IDX_FCL_ROUNDS", 2);
 	const long long chunks = ((long long)p->max_limit + kFChunk - 1) / kFChunk;
 	auto rounds = [&](int c) { return ((chunks + c - 1) / c + kFRound - 1) / kFRound; };
@@ -281,20 +277,9 @@ static int filter_cluster(void (*const kern[2])(Args), int ki, int fx,
 	for (int c = c0; c >= 1; c--) {
 		if (!all && (rounds(c) > rmax || rounds(c) > rounds(c0)))
 			return 0; /* a smaller cluster only walks more */
-		if (mb3 == 2) { /* tests: three CTAs an SM wherever they fit */
-			const int n3 = cluster_room(kern[1], ki + 2, c);
-			*three = n3 >= p->n_rows || (all && n3 >= 1);
-			if (*three)
-				return c;
-		}
-		const int n = cluster_room(kern[0], ki, c);
+		const int n = cluster_room(kern, c);
 		if (n >= p->n_rows || (all && n >= 1))
 			return c;
-		/* three CTAs an SM (40 registers, spilling), where two do not fit every row */
-		if (mb3 == 1 && !all && cluster_room(kern[1], ki + 2, c) >= p->n_rows) {
-			*three = 1;
-			return c;
-		}
 	}
 	return 0;
 }

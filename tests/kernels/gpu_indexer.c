@@ -753,8 +753,6 @@ START_TEST(filter_cluster)
 		char what[96];
 		setenv("STRATA_IDX_FCL_ALL", "1", 1);
 		setenv("STRATA_IDX_FCL", size[v], 1);
-		if (v == 0) /* three CTAs an SM (40 registers) */
-			setenv("STRATA_IDX_FCL_MB3", "2", 1);
 		if (v == 1)
 			setenv("STRATA_IDX_FCL_LOC", "16", 1);
 		if (v == 2)
@@ -799,7 +797,6 @@ START_TEST(filter_cluster)
 		unsetenv("STRATA_IDX_FCL_ALL");
 		unsetenv("STRATA_IDX_FCL");
 		unsetenv("STRATA_IDX_FCL_LOC");
-		unsetenv("STRATA_IDX_FCL_MB3");
 	}
 }
 END_TEST
