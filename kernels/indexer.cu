@@ -1250,7 +1250,6 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 			w.samp = reinterpret_cast<uint32_t *>(sb + l.off_samp);
 			w.samp_x = samp_x();
 			w.samp_sleep = samp_env("STRATA_IDX_SAMP_SLEEP", 100);
-			w.score_keep = samp_env("STRATA_IDX_SCORE_KEEP", 1) != 0;
 			w.count = a.count;
 			w.hist2 = a.hist2;
 			w.flag = reinterpret_cast<uint32_t *>(sb + l.off_flag);

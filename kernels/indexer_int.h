@@ -95,7 +95,6 @@ typedef struct idx_wg_args {
 	unsigned long long *sel, *cand; /* [rows][topk], [rows][cap] keys (idx_key64) */
 	size_t cap;
 	unsigned long long *cut_out, cut_epoch; /* strata_indexer_params.cut_out */
-	int score_keep;            /* scores stored evicted last from L2 (the filter reads them) */
 	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
 	int ranges;                /* 0 strided tiles, 1 / 2 contiguous ranges (indexer_wgmma.cu wg_ranges) */
 	int tstride;               /* tiles between a CTA's tiles: the grid's x, or 1 with ranges */

@@ -453,7 +453,7 @@ __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int 
 template <bool PACKED = false, bool MAX = false>
 __device__ __forceinline__ float score_tile(const float (&d)[32], const float (&wt)[16], int c,
 					    float kscale, bool in, float *sp, uint32_t *hist,
-					    bool hon = true, bool keep = false)
+					    bool hon = true)
 {
 	float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
@@ -472,15 +472,7 @@ __device__ __forceinline__ float score_tile(const float (&d)[32], const float (&
 	v += __shfl_xor_sync(0xffffffffu, v, 2);
 	const float sc = __fadd_rn(v * kscale, 0.0f); /* one zero: -0 + +0 is +0, as it sorts */
 	if (c < 2 && in) {
-		if (keep) { /* evicted last from L2: the filter reads it back */
-			uint64_t pol;
-			asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
-			asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;\n" ::"l"(sp), "f"(sc),
-				     "l"(pol)
-				     : "memory");
-		} else {
-			*sp = sc;
-		}
+		*sp = sc;
 		if (hon) {
 			const uint32_t b = idx_bucket_dev(sc);
 			if (PACKED) /* hist_words: two 16-bit counts a word */
@@ -709,7 +701,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			reg_fence(d);
 			/* warp w holds keys 16w .. + 15 */
 			const float s0 = score_tile<false, true>(d, wt[0], c, ks, key < lr[0], sp, sm.hist[0],
-								 !SAMP, a.score_keep);
+								 !SAMP);
 			if (SAMP == 1 && i == 0)
 				samp_put(a, row, warp, lane, key < lr[0], s0);
 			if (SAMP == 2 && i < a.samp_tiles)
@@ -718,8 +710,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
 				score_tile<hist_packed(R), true>(d, wt[r], c, ks, key < lr[r],
-								 sp + (size_t)r * a.sstride, sm.hist[r],
-								 true, a.score_keep);
+								 sp + (size_t)r * a.sstride, sm.hist[r]);
 			});
 		}
 		key += kstep;
@@ -1055,9 +1046,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 			}
 		}
 		return score_tile<hist_packed(R)>(d, WSM ? w : wt[r], c, kcur, key < lr[r],
-						  sp + (size_t)r * a.sstride, sm.hist[r], !SAMP,
-						  (R > 1 || !ONE) && a.score_keep); /* not in the
-						   * one-row one-set loop, at its 80-register cap */
+						  sp + (size_t)r * a.sstride, sm.hist[r], !SAMP);
 	};
 	auto next = [&]() {
 		key += kstep;
