@@ -98,6 +98,9 @@ typedef struct idx_wg_args {
 	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
 	int ranges;                /* 0 strided tiles, 1 / 2 contiguous ranges (indexer_wgmma.cu wg_ranges) */
 	int tstride;               /* tiles between a CTA's tiles: the grid's x, or 1 with ranges */
+	int l2pf;                  /* key pages prefetched into L2 this many tiles beyond the
+				    * copies in flight (0: none; indexer_wgmma.cu l2_prefetch) */
+	int n128;                  /* two FP8 rows a CTA by one MMA of N = 128 (wgmma_ss4_n128) */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):

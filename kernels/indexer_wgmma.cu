@@ -195,6 +195,16 @@ __device__ __forceinline__ void fence_async_smem()
 	asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+/* A key page of N bytes into L2 by the bulk-copy engine (no shared memory, no barrier;
+ * evicted first, as the copies that then read it): idx_wg_args.l2pf tiles beyond the
+ * copies in flight, so that more of HBM's latency is covered than a CTA's ring holds. */
+template <int N> __device__ __forceinline__ void l2_prefetch(const void *src)
+{
+	asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src),
+		     "n"(N), "l"(l2_evict_first())
+		     : "memory");
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* A tile's four k-steps with A from shared memory too (the FP8 scan): as wgmma_rs4
  * below, both descriptors' offsets (32 bytes of k a step) added in the asm block. */
@@ -209,6 +219,26 @@ __device__ __forceinline__ void wgmma_ss4(float (&d)[32], uint64_t da, uint64_t 
 		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, a2, b2, po, 1, 1;\n"
 		     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, a3, b3, po, 1, 1;\n}\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		     : "l"(da), "l"(db), "r"(0));
+}
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* wgmma_ss4 for two query rows at once (N = 128: rows r and r + 1's queries, adjacent
+ * in shared memory, are one B of 128 heads): the key tile is read from shared memory
+ * once for both rows, not once a row. d[0 .. 31]: row r's accumulators, d[32 .. 63]:
+ * row r + 1's, each laid out as wgmma_ss4's d. */
+__device__ __forceinline__ void wgmma_ss4_n128(float (&d)[64], uint64_t da, uint64_t db)
+{
+	asm volatile("{\n.reg .pred pz, po;\n.reg .b64 a1, a2, a3, b1, b2, b3;\n"
+		     "setp.ne.b32 pz, %66, %66;\nsetp.eq.b32 po, %66, %66;\n"
+		     "add.s64 a1, %64, 2;\nadd.s64 a2, %64, 4;\nadd.s64 a3, %64, 6;\n"
+		     "add.s64 b1, %65, 2;\nadd.s64 b2, %65, 4;\nadd.s64 b3, %65, 6;\n"
+		     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, pz, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, a1, b1, po, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, a2, b2, po, 1, 1;\n"
+		     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, a3, b3, po, 1, 1;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 		     : "l"(da), "l"(db), "r"(0));
 }
 #endif
@@ -617,6 +647,15 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
 	}
 	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
+	/* the L2 prefetch (thread 0): tiles S - 1 .. S - 2 + l2pf now, then tile i + S - 1 +
+	 * l2pf at tile i, its page index read a tile ahead (pfnext) */
+	const int pf = a.l2pf;
+	int pfnext = 0;
+	if (pf > 0 && tid == 0) {
+		for (int t = S - 1; t < S - 1 + pf && t < n; t++)
+			l2_prefetch<kFp8Page>(a.pages + (size_t)pt_at(t) * kFp8Page);
+		pfnext = pt_at(S - 1 + pf);
+	}
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
@@ -658,6 +697,11 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 		/* TMA form: tile i + S - 1 into tile i - 1's slot by thread 0; with one row after
 		 * the MMA is issued, so that warp 0's copy does not delay the warpgroup's MMA */
 		const int pfill = pnext; /* tile i + S - 1's page (pnext moves on below) */
+		if (pf > 0 && tid == 0) {
+			if (i + S - 1 + pf < n)
+				l2_prefetch<kFp8Page>(a.pages + (size_t)pfnext * kFp8Page);
+			pfnext = pt_at(i + S + pf);
+		}
 		auto refill = [&]() {
 			if (tid == 0 && i + S - 1 < n) {
 				const int sl = (i + S - 1) % S;
@@ -706,6 +750,21 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 				samp_put(a, row, warp, lane, key < lr[0], s0);
 			if (SAMP == 2 && i < a.samp_tiles)
 				samp_put_store(a, row, warp, lane, key < lr[0], s0, i, samp_cnt(a, i, n));
+		} else if (R == 2 && a.n128) { /* both rows by one MMA of N = 128 */
+			float d[64];
+			reg_fence(d);
+			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+			wgmma_ss4_n128(d, da, db);
+			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+			const float ks = sm.ks[slot][kt];
+			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+			reg_fence(d);
+#pragma unroll
+			for (int r = 0; r < 2; r++)
+				if (lr[r])
+					score_tile<hist_packed(R), true>(
+						*reinterpret_cast<const float(*)[32]>(d + 32 * r), wt[r], c, ks,
+						key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
 		} else {
 			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
@@ -901,9 +960,12 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	 * t % 4, in step t - S + 1 (the copies' instructions spread over the warps, which
 	 * meet at every MMA). pmine: that lane's next tile's page index, read 4 tiles ahead. */
 	const int t_first = (warp - (S - 1)) & 3; /* this warp's first copy: tile S - 1 + t_first */
-	int pmine = 0;
-	if (lane == 0)
+	int pmine = 0, pfmine = 0; /* pfmine: the L2 prefetch's page, tile + 4 (a.l2pf > 0) */
+	if (lane == 0) {
 		pmine = cta.pt_at(S - 1 + t_first);
+		if (a.l2pf > 0)
+			pfmine = cta.pt_at(S + 3 + t_first);
+	}
 	if (tid == 0) {
 		/* the first pages' indices, every read in flight before the first copy (read
 		 * one copy at a time, each copy waited for its own read: three L2 trips in a
@@ -1007,7 +1069,14 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 		if (lane == 0 && w == warp) {
 			if (t < n)
 				rs_bulk(page_at(pmine), ring0 + (uint32_t)sl * kMxPage, bar0 + (uint32_t)sl * 8u);
-			pmine = cta.pt_at(t + 4);
+			if (a.l2pf > 0) { /* the same warp's next copy's page into L2 now */
+				if (t + 4 < n)
+					l2_prefetch<kMxPage>(page_at(pfmine));
+				pmine = pfmine;
+				pfmine = cta.pt_at(t + 8);
+			} else {
+				pmine = cta.pt_at(t + 4);
+			}
 		}
 	};
 	auto refill = [&](int i) { refill_to(i, (i + S - 1) & (S - 1), (i + S - 1) & 3); };
@@ -1314,6 +1383,15 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	return cudaSuccess;
 }
 
+/* idx_wg_args.l2pf: STRATA_IDX_L2PF=n (A/Bs; read at each launch), else 0. */
+static int l2pf_tiles(const idx_wg_args *a)
+{
+	(void)a;
+	const char *e = getenv("STRATA_IDX_L2PF");
+	const int v = e ? atoi(e) : 0;
+	return v > 0 ? (v > 64 ? 64 : v) : 0;
+}
+
 template <typename T> struct ident {
 	using type = T;
 };
@@ -1355,6 +1433,11 @@ static int wg_launch(K kern, typename ident<K>::type kern_s, typename ident<K>::
 		kern_s = kern_st;
 	w.ranges = ranges;
 	w.tstride = ranges ? 1 : (int)gx;
+	w.l2pf = l2pf_tiles(&w);
+	{
+		const char *e = getenv("STRATA_IDX_N128"); /* A/Bs: two FP8 rows by one MMA */
+		w.n128 = e && *e == '1';
+	}
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute at[1];
