@@ -98,9 +98,10 @@ typedef struct idx_wg_args {
 	int rows;                  /* rows a CTA scores: 1, 2 or 4, >= every request's */
 	int ranges;                /* 0 strided tiles, 1 / 2 contiguous ranges (indexer_wgmma.cu wg_ranges) */
 	int tstride;               /* tiles between a CTA's tiles: the grid's x, or 1 with ranges */
-	int l2pf;                  /* key pages prefetched into L2 this many tiles beyond the
-				    * copies in flight (0: none; indexer_wgmma.cu l2_prefetch) */
 	int n128;                  /* two FP8 rows a CTA by one MMA of N = 128 (wgmma_ss4_n128) */
+	int pool;                  /* FP8 rows >= 2, ranges: the ranges split the first pool / 64
+				    * of a request's tiles; the rest, its pool, claimed a tile at
+				    * a time (indexer_wgmma.cu scan_ss_kernel's DYN); 0: none */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
@@ -473,7 +474,8 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
-			       * count above b* (indexer_tail_int.h scan_tail), 3 spare */
+			       * count above b* (indexer_tail_int.h scan_tail), the scan's
+			       * pool (indexer_wgmma.cu scan_ss_kernel DYN), 2 spare */
 #define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 #define IDX_SAMP_KEYS 4       /* keys of its first tile each CTA of a sampled tail samples */
 #define IDX_SAMPW (32 + 4096 + 4096) /* per-row words: the bound (word 0), the sample

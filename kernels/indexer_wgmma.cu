@@ -126,6 +126,7 @@ template <int S, int R> struct SsSmem {
 	float ks[S][kTile];                    /* the keys' fp32 scales */
 	uint32_t hist[R][hist_words(R)];
 	uint64_t bar[S];                       /* TMA form: the ring slots' barriers */
+	int tix[S];                            /* scan_ss_kernel's DYN: each slot's tile */
 	TailSmem tail;
 };
 constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
@@ -193,16 +194,6 @@ __device__ __forceinline__ void cp16_plain(uint32_t dst, const void *src)
 __device__ __forceinline__ void fence_async_smem()
 {
 	asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-/* A key page of N bytes into L2 by the bulk-copy engine (no shared memory, no barrier;
- * evicted first, as the copies that then read it): idx_wg_args.l2pf tiles beyond the
- * copies in flight, so that more of HBM's latency is covered than a CTA's ring holds. */
-template <int N> __device__ __forceinline__ void l2_prefetch(const void *src)
-{
-	asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src),
-		     "n"(N), "l"(l2_evict_first())
-		     : "memory");
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -324,6 +315,7 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 struct ScanCta {
 	int req, row, L, x, G, n;
 	int px; /* x, or 0 where pt starts at tile x (begin) */
+	int ps, pn; /* idx_wg_args.pool: the request's pool of tiles [ps, ps + pn) */
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
 	template <int R, bool MOVE = (R <= 2)> /* MOVE: wg_ranges may apply (FP8: any R) */
@@ -367,9 +359,13 @@ struct ScanCta {
 				/* the sampled tail's first CTA a row samples (samp_agg) */
 				const long long part = (a.ranges == 2 ? b / nq : x) - (a.fused == 2),
 						parts = gridDim.x - (a.fused == 2);
-				x = (int)(tiles * part / parts);
-				n = (int)(tiles * (part + 1) / parts) - x;
-				if (n <= 0)
+				/* with a pool (idx_wg_args.pool), the ranges split its first tiles */
+				const long long ts = a.pool ? (long long)tiles * a.pool / 64 : tiles;
+				x = (int)(ts * part / parts);
+				n = (int)(ts * (part + 1) / parts) - x;
+				ps = (int)ts;
+				pn = tiles - (int)ts;
+				if (n <= 0 && !(a.pool && pn > 0))
 					return false;
 			} else {
 				if (x >= tiles)
@@ -601,7 +597,11 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
  * row 21.9 us, unchanged. */
 /* SAMP: 0, the filter or the row barrier; 1, the sampled tail (samp_tail); 2, the same
  * with the staged filing (samp_staged: more tiles a CTA than samp_tail holds) */
-template <int S, int R, bool T, int SAMP = 0>
+/* DYN (TMA form, S = 2, more than one row): the CTA's tiles are its range of the
+ * request's first tiles, then tiles of the request's pool (idx_wg_args.pool) claimed
+ * one at a time (dyn_claim); thread 0 makes the sequence and tells the warps each slot's
+ * tile (SsSmem::tix; -1: no more) */
+template <int S, int R, bool T, int SAMP = 0, bool DYN = false>
 __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
@@ -611,6 +611,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
 	using Sm = SsSmem<S, R>;
 	static_assert(offsetof(Sm, hist) % 8 == 0, "samp_staged's keys fit the histogram's words");
+	static_assert(!DYN || (T && S == 2 && R > 1 && !SAMP), "the pool: TMA form, two slots, rows");
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
 		samp_agg<SAMP == 2>(a, reinterpret_cast<uint32_t *>(sm.b[0]), sm.tail);
@@ -629,33 +630,54 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	const uint32_t b0 = (uint32_t)__cvta_generic_to_shared(sm.b[0]);
 	const uint32_t ks0 = (uint32_t)__cvta_generic_to_shared(sm.ks[0]);
 	const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&sm.bar[0]);
+	/* DYN, thread 0: the tile of element j of the CTA's sequence (claim: the pool
+	 * claim made for it, where j >= n), its page; claims for elements j >= n (others 0);
+	 * t1: element i + 1's tile, cq0 .. cq2: the claims for elements i + 2 .. i + 4, at
+	 * the start of step i (a claim is made three steps before its tile is needed) */
+	int r0 = R - 1; /* the pool's counters: spare count slots of the first row scored
+			 * here, 5 the claims, 6 the request's CTAs done; zero at rest (the
+			 * last CTA done clears both) */
+#pragma unroll
+	for (int r = R - 2; r >= 0; r--)
+		r0 = lr[r] ? r : r0;
+	uint32_t *const ctr = a.count + (size_t)(row + r0) * IDX_CNT + 5;
+	auto elem_tile = [&](int j, uint32_t claim) {
+		return j < n ? cta.x + j * cta.G : claim < (uint32_t)cta.pn ? cta.ps + (int)claim : -1;
+	};
+	auto claim = [&](int j) { return j >= n && cta.pn > 0 ? atomicAdd(ctr, 1u) : 0u; };
+	auto page_at = [&](int t) { return __ldg(cta.pt + (t - cta.x)); };
+	int t1 = 0;
+	uint32_t cq0 = 0, cq1 = 0, cq2 = 0;
 	if constexpr (T) {
 		if (tid == 0) {
 #pragma unroll
 			for (int s = 0; s < S; s++)
 				asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
 			asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+			if constexpr (DYN) {
+				const uint32_t c0 = claim(0), c1 = claim(1);
+				cq0 = claim(2), cq1 = claim(3), cq2 = claim(4);
+				const int t0 = elem_tile(0, c0);
+				t1 = elem_tile(1, c1);
+				sm.tix[0] = t0;
+				if (t0 >= 0)
+					ss_tma(&tm, a.pages, page_at(t0), b0, ks0, bar0);
+				else /* nothing to score: the slot's phase completes empty */
+					asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar0) : "memory");
+			} else {
 #pragma unroll
-			for (int i = 0; i < S - 1; i++)
-				if (i < n)
-					ss_tma(&tm, a.pages, pt_at(i), b0 + (uint32_t)(i * kTileBytes),
-					       ks0 + (uint32_t)(i * kTile * 4), bar0 + 8u * i);
+				for (int i = 0; i < S - 1; i++)
+					if (i < n)
+						ss_tma(&tm, a.pages, pt_at(i), b0 + (uint32_t)(i * kTileBytes),
+						       ks0 + (uint32_t)(i * kTile * 4), bar0 + 8u * i);
+			}
 		}
 	} else {
 #pragma unroll
 		for (int i = 0; i < S - 1; i++)
 			ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
 	}
-	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
-	/* the L2 prefetch (thread 0): tiles S - 1 .. S - 2 + l2pf now, then tile i + S - 1 +
-	 * l2pf at tile i, its page index read a tile ahead (pfnext) */
-	const int pf = a.l2pf;
-	int pfnext = 0;
-	if (pf > 0 && tid == 0) {
-		for (int t = S - 1; t < S - 1 + pf && t < n; t++)
-			l2_prefetch<kFp8Page>(a.pages + (size_t)pt_at(t) * kFp8Page);
-		pfnext = pt_at(S - 1 + pf);
-	}
+	int pnext = DYN ? (tid == 0 && t1 >= 0 ? page_at(t1) : 0) : pt_at(S - 1); /* a tile ahead */
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
@@ -692,16 +714,11 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	int key = cta.x * kTile + kt;
 	float *sp = a.scores + (size_t)row * a.sstride + key;
 
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; DYN || i < n; i++) {
 		const int slot = i % S;
 		/* TMA form: tile i + S - 1 into tile i - 1's slot by thread 0; with one row after
 		 * the MMA is issued, so that warp 0's copy does not delay the warpgroup's MMA */
 		const int pfill = pnext; /* tile i + S - 1's page (pnext moves on below) */
-		if (pf > 0 && tid == 0) {
-			if (i + S - 1 + pf < n)
-				l2_prefetch<kFp8Page>(a.pages + (size_t)pfnext * kFp8Page);
-			pfnext = pt_at(i + S + pf);
-		}
 		auto refill = [&]() {
 			if (tid == 0 && i + S - 1 < n) {
 				const int sl = (i + S - 1) % S;
@@ -709,7 +726,29 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 				       ks0 + (uint32_t)(sl * kTile * 4), bar0 + 8u * (uint32_t)sl);
 			}
 		};
-		if constexpr (T) {
+		if constexpr (DYN) {
+			mbar_wait(bar0 + 8u * (uint32_t)slot, (uint32_t)(i / S) & 1u); /* tile i landed */
+			__syncthreads(); /* tile i - 1 wholly scored: its slot is free */
+			const int tix = sm.tix[slot]; /* thread 0 wrote it before its copy's arrival */
+			if (tix < 0)
+				break;
+			if (tid == 0) { /* element i + 1 into the other slot; element i + 2's page */
+				const int sl = (i + 1) % S;
+				sm.tix[sl] = t1;
+				if (t1 >= 0)
+					ss_tma(&tm, a.pages, pnext, b0 + (uint32_t)(sl * kTileBytes),
+					       ks0 + (uint32_t)(sl * kTile * 4), bar0 + 8u * (uint32_t)sl);
+				else
+					asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
+							     bar0 + 8u * (uint32_t)sl)
+						     : "memory");
+				t1 = elem_tile(i + 2, cq0);
+				cq0 = cq1, cq1 = cq2, cq2 = claim(i + 5);
+				pnext = t1 >= 0 ? page_at(t1) : 0;
+			}
+			key = tix * kTile + kt;
+			sp = a.scores + (size_t)row * a.sstride + key;
+		} else if constexpr (T) {
 			mbar_wait(bar0 + 8u * (uint32_t)slot, (uint32_t)(i / S) & 1u); /* tile i landed */
 			__syncthreads(); /* tile i - 1 wholly scored: its slot is free */
 			if (R > 1)
@@ -720,7 +759,8 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
 			ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
 		}
-		pnext = pt_at(i + S);
+		if (!DYN)
+			pnext = pt_at(i + S);
 
 		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
 		/* row r's MMA (not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
@@ -775,6 +815,14 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 		key += kstep;
 		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
+	}
+	if (DYN && tid == 0 && cta.pn > 0) { /* every part of the request takes this */
+		__threadfence(); /* this CTA's claims, before its arrival */
+		if (atomicAdd(ctr + 1, 1u) == gridDim.x - 1) { /* the request's last: every claim
+								* made; the next call's start at 0 */
+			*ctr = 0;
+			ctr[1] = 0;
+		}
 	}
 	flush_hist(a, row, sm.hist, lr);
 	if (SAMP == 2 && n * kTile > kHold * kWgThreads) /* more than samp_tail holds */
@@ -960,12 +1008,9 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 	 * t % 4, in step t - S + 1 (the copies' instructions spread over the warps, which
 	 * meet at every MMA). pmine: that lane's next tile's page index, read 4 tiles ahead. */
 	const int t_first = (warp - (S - 1)) & 3; /* this warp's first copy: tile S - 1 + t_first */
-	int pmine = 0, pfmine = 0; /* pfmine: the L2 prefetch's page, tile + 4 (a.l2pf > 0) */
-	if (lane == 0) {
+	int pmine = 0;
+	if (lane == 0)
 		pmine = cta.pt_at(S - 1 + t_first);
-		if (a.l2pf > 0)
-			pfmine = cta.pt_at(S + 3 + t_first);
-	}
 	if (tid == 0) {
 		/* the first pages' indices, every read in flight before the first copy (read
 		 * one copy at a time, each copy waited for its own read: three L2 trips in a
@@ -1069,14 +1114,7 @@ __global__ void __launch_bounds__(kWgThreads, ONE ? (R == 1 ? kRsOneCtas : R == 
 		if (lane == 0 && w == warp) {
 			if (t < n)
 				rs_bulk(page_at(pmine), ring0 + (uint32_t)sl * kMxPage, bar0 + (uint32_t)sl * 8u);
-			if (a.l2pf > 0) { /* the same warp's next copy's page into L2 now */
-				if (t + 4 < n)
-					l2_prefetch<kMxPage>(page_at(pfmine));
-				pmine = pfmine;
-				pfmine = cta.pt_at(t + 8);
-			} else {
-				pmine = cta.pt_at(t + 4);
-			}
+			pmine = cta.pt_at(t + 4);
 		}
 	};
 	auto refill = [&](int i) { refill_to(i, (i + S - 1) & (S - 1), (i + S - 1) & 3); };
@@ -1383,13 +1421,13 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	return cudaSuccess;
 }
 
-/* idx_wg_args.l2pf: STRATA_IDX_L2PF=n (A/Bs; read at each launch), else 0. */
-static int l2pf_tiles(const idx_wg_args *a)
+/* idx_wg_args.pool: STRATA_IDX_POOL=q (A/Bs; read at each launch): the ranges split the
+ * first q / 64 of a request's tiles, the rest are claimed one at a time; 0: none. */
+static int pool_q(void)
 {
-	(void)a;
-	const char *e = getenv("STRATA_IDX_L2PF");
+	const char *e = getenv("STRATA_IDX_POOL");
 	const int v = e ? atoi(e) : 0;
-	return v > 0 ? (v > 64 ? 64 : v) : 0;
+	return v > 0 && v < 64 ? v : 0;
 }
 
 template <typename T> struct ident {
@@ -1433,10 +1471,10 @@ static int wg_launch(K kern, typename ident<K>::type kern_s, typename ident<K>::
 		kern_s = kern_st;
 	w.ranges = ranges;
 	w.tstride = ranges ? 1 : (int)gx;
-	w.l2pf = l2pf_tiles(&w);
+	w.pool = ranges && w.rows > 1 && !w.mx ? pool_q() : 0; /* scan_ss_kernel's DYN */
 	{
 		const char *e = getenv("STRATA_IDX_N128"); /* A/Bs: two FP8 rows by one MMA */
-		w.n128 = e && *e == '1';
+		w.n128 = !(e && *e == '0');
 	}
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
@@ -1478,6 +1516,8 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 2, true, 0, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
+			wg_prepare(scan_ss_kernel<kSsStages, 4, true, 0, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 2>, smem_of<SsSmem<kSsStages, 1>>()) &&
@@ -1534,7 +1574,8 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		const int tma = mode < 0 ? R > 1 : mode; /* ss_tma_mode's rule */
 		CUtensorMap tm;
 		if (tma && ss_tensor_map(a->pages, &tm))
-			return wg_launch(scan_ss_kernel<kSsStages, R, true>,
+			return wg_launch(R > 1 && pool_q() ? scan_ss_kernel<kSsStages, R, true, 0, (R > 1)>
+							   : scan_ss_kernel<kSsStages, R, true>,
 					 R == 1 ? scan_ss_kernel<kSsStages, R, true, R == 1> : nullptr,
 					 R == 1 ? scan_ss_kernel<kSsStages, R, true, 2 * (R == 1)> : nullptr, ss,
 					 a, n_req, max_limit, st, fused, 1, tm);
