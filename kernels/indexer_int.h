@@ -99,9 +99,7 @@ typedef struct idx_wg_args {
 	int ranges;                /* 0 strided tiles, 1 / 2 contiguous ranges (indexer_wgmma.cu wg_ranges) */
 	int tstride;               /* tiles between a CTA's tiles: the grid's x, or 1 with ranges */
 	int n128;                  /* two FP8 rows a CTA by one MMA of N = 128 (wgmma_ss4_n128) */
-	int pool;                  /* FP8 rows >= 2, ranges: the ranges split the first pool / 64
-				    * of a request's tiles; the rest, its pool, claimed a tile at
-				    * a time (indexer_wgmma.cu scan_ss_kernel's DYN); 0: none */
+	int l2pf, l2pol;           /* the FP8 scan's L2 prefetch: tiles ahead, policy (l2_prefetch) */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):
@@ -474,8 +472,7 @@ STRATA_HD uint64_t idx_key64(float score, int32_t id)
 #define IDX_CAND_CAP 32768    /* threshold-bucket candidates kept per row */
 #define IDX_CNT 8             /* per-row counters: selected, candidates, filter CTAs done
 			       * (a fused scan's CTAs arrived), a fused scan's b* + 1 and
-			       * count above b* (indexer_tail_int.h scan_tail), the scan's
-			       * pool (indexer_wgmma.cu scan_ss_kernel DYN), 2 spare */
+			       * count above b* (indexer_tail_int.h scan_tail), 3 spare */
 #define IDX_FLAGS 2048        /* per-row words: a fused scan's CTAs' release flags */
 #define IDX_SAMP_KEYS 4       /* keys of its first tile each CTA of a sampled tail samples */
 #define IDX_SAMPW (32 + 4096 + 4096) /* per-row words: the bound (word 0), the sample

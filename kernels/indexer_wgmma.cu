@@ -108,6 +108,14 @@ constexpr int hist_words(int R)
 	return hist_packed(R) ? IDX_BINS / 2 : IDX_BINS;
 }
 constexpr int kMaxTiles16 = 65535 / 64;
+/* The FP8 two-row scan with a ring of three tiles (ss_ring): its two rows' histograms
+ * share words, row r's count in half r (16 bits; at most kMaxTiles16 tiles a CTA, as
+ * hist_packed), so that four CTAs an SM still fit; the increment is the same for every
+ * lane of a row, as with one word a bucket. */
+constexpr bool ss_pair(int S, int R)
+{
+	return S == 3 && R == 2;
+}
 
 /* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
@@ -124,9 +132,8 @@ template <int S, int R> struct SsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
 	float ks[S][kTile];                    /* the keys' fp32 scales */
-	uint32_t hist[R][hist_words(R)];
+	uint32_t hist[ss_pair(S, R) ? 1 : R][hist_words(R)]; /* ss_pair: both rows' in one */
 	uint64_t bar[S];                       /* TMA form: the ring slots' barriers */
-	int tix[S];                            /* scan_ss_kernel's DYN: each slot's tile */
 	TailSmem tail;
 };
 constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
@@ -194,6 +201,26 @@ __device__ __forceinline__ void cp16_plain(uint32_t dst, const void *src)
 __device__ __forceinline__ void fence_async_smem()
 {
 	asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* A key page of N bytes into L2 by the bulk-copy engine (no shared memory, no barrier):
+ * idx_wg_args.l2pf tiles beyond the copies in flight; pol: 0 evicted first (as the
+ * copies that then read it), 1 no hint, 2 evicted last. */
+template <int N> __device__ __forceinline__ void l2_prefetch(const void *src, int pol)
+{
+	if (pol == 0) {
+		asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src),
+			     "n"(N), "l"(l2_evict_first())
+			     : "memory");
+	} else if (pol == 2) {
+		uint64_t p;
+		asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+		asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src),
+			     "n"(N), "l"(p)
+			     : "memory");
+	} else {
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "n"(N) : "memory");
+	}
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -315,7 +342,6 @@ template <typename T> __device__ __forceinline__ T &smem_at(uint8_t *raw)
 struct ScanCta {
 	int req, row, L, x, G, n;
 	int px; /* x, or 0 where pt starts at tile x (begin) */
-	int ps, pn; /* idx_wg_args.pool: the request's pool of tiles [ps, ps + pn) */
 	const int32_t *pt;
 	/* Fills this in; false where the CTA has nothing to score (the caller returns). */
 	template <int R, bool MOVE = (R <= 2)> /* MOVE: wg_ranges may apply (FP8: any R) */
@@ -359,13 +385,9 @@ struct ScanCta {
 				/* the sampled tail's first CTA a row samples (samp_agg) */
 				const long long part = (a.ranges == 2 ? b / nq : x) - (a.fused == 2),
 						parts = gridDim.x - (a.fused == 2);
-				/* with a pool (idx_wg_args.pool), the ranges split its first tiles */
-				const long long ts = a.pool ? (long long)tiles * a.pool / 64 : tiles;
-				x = (int)(ts * part / parts);
-				n = (int)(ts * (part + 1) / parts) - x;
-				ps = (int)ts;
-				pn = tiles - (int)ts;
-				if (n <= 0 && !(a.pool && pn > 0))
+				x = (int)(tiles * part / parts);
+				n = (int)(tiles * (part + 1) / parts) - x;
+				if (n <= 0)
 					return false;
 			} else {
 				if (x >= tiles)
@@ -451,6 +473,28 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
 	wait_groups<0>(); /* the trailing empty groups */
 }
 
+/* flush_hist for ss_pair's words: row + r's counts in half r of each. */
+__device__ __forceinline__ void flush_hist_pair(const idx_wg_args &a, int row, const uint32_t *h,
+						const int (&lr)[2])
+{
+	idx_pdl_trigger();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		idx_trace(a.trace, IDX_T_SCAN1);
+		idx_trace_cta(a.trace, 1, 0);
+	}
+	uint32_t *g0 = a.hist + (size_t)row * IDX_BINS, *g1 = g0 + IDX_BINS;
+	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
+		const uint32_t v = h[i];
+		if (lr[0] && (v & 0xffffu))
+			atomicAdd(&g0[i], v & 0xffffu);
+		if (lr[1] && (v >> 16))
+			atomicAdd(&g1[i], v >> 16);
+	}
+	idx_trace_fenced(a.trace, IDX_T_SCAN2);
+	wait_groups<0>();
+}
+
 #include "kernels/indexer_tail_int.h" /* scan_tail, samp_agg, samp_tail */
 
 /* The weights of lane (g, c)'s heads 8j + 2c + e in a keys-as-A MMA's accumulators, at
@@ -479,7 +523,7 @@ __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int 
 template <bool PACKED = false, bool MAX = false>
 __device__ __forceinline__ float score_tile(const float (&d)[32], const float (&wt)[16], int c,
 					    float kscale, bool in, float *sp, uint32_t *hist,
-					    bool hon = true)
+					    bool hon = true, uint32_t pinc = 1u)
 {
 	float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
@@ -503,8 +547,8 @@ __device__ __forceinline__ float score_tile(const float (&d)[32], const float (&
 			const uint32_t b = idx_bucket_dev(sc);
 			if (PACKED) /* hist_words: two 16-bit counts a word */
 				atomicAdd(&hist[b >> 1], 1u << ((b & 1u) << 4));
-			else
-				atomicAdd(&hist[b], 1u);
+			else /* pinc: 1, or a row's half of ss_pair's words */
+				atomicAdd(&hist[b], pinc);
 		}
 	}
 	return sc;
@@ -597,11 +641,7 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
  * row 21.9 us, unchanged. */
 /* SAMP: 0, the filter or the row barrier; 1, the sampled tail (samp_tail); 2, the same
  * with the staged filing (samp_staged: more tiles a CTA than samp_tail holds) */
-/* DYN (TMA form, S = 2, more than one row): the CTA's tiles are its range of the
- * request's first tiles, then tiles of the request's pool (idx_wg_args.pool) claimed
- * one at a time (dyn_claim); thread 0 makes the sequence and tells the warps each slot's
- * tile (SsSmem::tix; -1: no more) */
-template <int S, int R, bool T, int SAMP = 0, bool DYN = false>
+template <int S, int R, bool T, int SAMP = 0>
 __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
@@ -611,7 +651,6 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
 	using Sm = SsSmem<S, R>;
 	static_assert(offsetof(Sm, hist) % 8 == 0, "samp_staged's keys fit the histogram's words");
-	static_assert(!DYN || (T && S == 2 && R > 1 && !SAMP), "the pool: TMA form, two slots, rows");
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
 		samp_agg<SAMP == 2>(a, reinterpret_cast<uint32_t *>(sm.b[0]), sm.tail);
@@ -630,54 +669,33 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	const uint32_t b0 = (uint32_t)__cvta_generic_to_shared(sm.b[0]);
 	const uint32_t ks0 = (uint32_t)__cvta_generic_to_shared(sm.ks[0]);
 	const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&sm.bar[0]);
-	/* DYN, thread 0: the tile of element j of the CTA's sequence (claim: the pool
-	 * claim made for it, where j >= n), its page; claims for elements j >= n (others 0);
-	 * t1: element i + 1's tile, cq0 .. cq2: the claims for elements i + 2 .. i + 4, at
-	 * the start of step i (a claim is made three steps before its tile is needed) */
-	int r0 = R - 1; /* the pool's counters: spare count slots of the first row scored
-			 * here, 5 the claims, 6 the request's CTAs done; zero at rest (the
-			 * last CTA done clears both) */
-#pragma unroll
-	for (int r = R - 2; r >= 0; r--)
-		r0 = lr[r] ? r : r0;
-	uint32_t *const ctr = a.count + (size_t)(row + r0) * IDX_CNT + 5;
-	auto elem_tile = [&](int j, uint32_t claim) {
-		return j < n ? cta.x + j * cta.G : claim < (uint32_t)cta.pn ? cta.ps + (int)claim : -1;
-	};
-	auto claim = [&](int j) { return j >= n && cta.pn > 0 ? atomicAdd(ctr, 1u) : 0u; };
-	auto page_at = [&](int t) { return __ldg(cta.pt + (t - cta.x)); };
-	int t1 = 0;
-	uint32_t cq0 = 0, cq1 = 0, cq2 = 0;
 	if constexpr (T) {
 		if (tid == 0) {
 #pragma unroll
 			for (int s = 0; s < S; s++)
 				asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8u * s));
 			asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-			if constexpr (DYN) {
-				const uint32_t c0 = claim(0), c1 = claim(1);
-				cq0 = claim(2), cq1 = claim(3), cq2 = claim(4);
-				const int t0 = elem_tile(0, c0);
-				t1 = elem_tile(1, c1);
-				sm.tix[0] = t0;
-				if (t0 >= 0)
-					ss_tma(&tm, a.pages, page_at(t0), b0, ks0, bar0);
-				else /* nothing to score: the slot's phase completes empty */
-					asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar0) : "memory");
-			} else {
 #pragma unroll
-				for (int i = 0; i < S - 1; i++)
-					if (i < n)
-						ss_tma(&tm, a.pages, pt_at(i), b0 + (uint32_t)(i * kTileBytes),
-						       ks0 + (uint32_t)(i * kTile * 4), bar0 + 8u * i);
-			}
+			for (int i = 0; i < S - 1; i++)
+				if (i < n)
+					ss_tma(&tm, a.pages, pt_at(i), b0 + (uint32_t)(i * kTileBytes),
+					       ks0 + (uint32_t)(i * kTile * 4), bar0 + 8u * i);
 		}
 	} else {
 #pragma unroll
 		for (int i = 0; i < S - 1; i++)
 			ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
 	}
-	int pnext = DYN ? (tid == 0 && t1 >= 0 ? page_at(t1) : 0) : pt_at(S - 1); /* a tile ahead */
+	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
+	/* the L2 prefetch (thread 0): tiles S - 1 .. S - 2 + l2pf now, then tile i + S - 1 +
+	 * l2pf at tile i, its page index read a tile ahead (pfnext) */
+	const int pf = a.l2pf;
+	int pfnext = 0;
+	if (pf > 0 && tid == 0) {
+		for (int t = S - 1; t < S - 1 + pf && t < n; t++)
+			l2_prefetch<kFp8Page>(a.pages + (size_t)pt_at(t) * kFp8Page, a.l2pol);
+		pfnext = pt_at(S - 1 + pf);
+	}
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
@@ -694,7 +712,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			}
 		}
 		if (!SAMP) /* every row's (the sampled tail keeps none) */
-			for (int i = tid; i < R * hist_words(R); i += kWgThreads)
+			for (int i = tid; i < (int)(sizeof sm.hist / 4); i += kWgThreads)
 				(&sm.hist[0][0])[i] = 0;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 		if (T)
@@ -714,11 +732,16 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	int key = cta.x * kTile + kt;
 	float *sp = a.scores + (size_t)row * a.sstride + key;
 
-	for (int i = 0; DYN || i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		const int slot = i % S;
 		/* TMA form: tile i + S - 1 into tile i - 1's slot by thread 0; with one row after
 		 * the MMA is issued, so that warp 0's copy does not delay the warpgroup's MMA */
 		const int pfill = pnext; /* tile i + S - 1's page (pnext moves on below) */
+		if (pf > 0 && tid == 0) {
+			if (i + S - 1 + pf < n)
+				l2_prefetch<kFp8Page>(a.pages + (size_t)pfnext * kFp8Page, a.l2pol);
+			pfnext = pt_at(i + S + pf);
+		}
 		auto refill = [&]() {
 			if (tid == 0 && i + S - 1 < n) {
 				const int sl = (i + S - 1) % S;
@@ -726,29 +749,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 				       ks0 + (uint32_t)(sl * kTile * 4), bar0 + 8u * (uint32_t)sl);
 			}
 		};
-		if constexpr (DYN) {
-			mbar_wait(bar0 + 8u * (uint32_t)slot, (uint32_t)(i / S) & 1u); /* tile i landed */
-			__syncthreads(); /* tile i - 1 wholly scored: its slot is free */
-			const int tix = sm.tix[slot]; /* thread 0 wrote it before its copy's arrival */
-			if (tix < 0)
-				break;
-			if (tid == 0) { /* element i + 1 into the other slot; element i + 2's page */
-				const int sl = (i + 1) % S;
-				sm.tix[sl] = t1;
-				if (t1 >= 0)
-					ss_tma(&tm, a.pages, pnext, b0 + (uint32_t)(sl * kTileBytes),
-					       ks0 + (uint32_t)(sl * kTile * 4), bar0 + 8u * (uint32_t)sl);
-				else
-					asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
-							     bar0 + 8u * (uint32_t)sl)
-						     : "memory");
-				t1 = elem_tile(i + 2, cq0);
-				cq0 = cq1, cq1 = cq2, cq2 = claim(i + 5);
-				pnext = t1 >= 0 ? page_at(t1) : 0;
-			}
-			key = tix * kTile + kt;
-			sp = a.scores + (size_t)row * a.sstride + key;
-		} else if constexpr (T) {
+		if constexpr (T) {
 			mbar_wait(bar0 + 8u * (uint32_t)slot, (uint32_t)(i / S) & 1u); /* tile i landed */
 			__syncthreads(); /* tile i - 1 wholly scored: its slot is free */
 			if (R > 1)
@@ -759,8 +760,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
 			ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
 		}
-		if (!DYN)
-			pnext = pt_at(i + S);
+		pnext = pt_at(i + S);
 
 		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
 		/* row r's MMA (not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
@@ -804,27 +804,26 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 				if (lr[r])
 					score_tile<hist_packed(R), true>(
 						*reinterpret_cast<const float(*)[32]>(d + 32 * r), wt[r], c, ks,
-						key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
+						key < lr[r], sp + (size_t)r * a.sstride,
+						sm.hist[ss_pair(S, R) ? 0 : r], true,
+						ss_pair(S, R) ? 1u << (16 * r) : 1u);
 		} else {
 			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
 				score_tile<hist_packed(R), true>(d, wt[r], c, ks, key < lr[r],
-								 sp + (size_t)r * a.sstride, sm.hist[r]);
+								 sp + (size_t)r * a.sstride,
+								 sm.hist[ss_pair(S, R) ? 0 : r], true,
+								 ss_pair(S, R) ? 1u << (16 * r) : 1u);
 			});
 		}
 		key += kstep;
 		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
 	}
-	if (DYN && tid == 0 && cta.pn > 0) { /* every part of the request takes this */
-		__threadfence(); /* this CTA's claims, before its arrival */
-		if (atomicAdd(ctr + 1, 1u) == gridDim.x - 1) { /* the request's last: every claim
-								* made; the next call's start at 0 */
-			*ctr = 0;
-			ctr[1] = 0;
-		}
-	}
-	flush_hist(a, row, sm.hist, lr);
+	if constexpr (ss_pair(S, R))
+		flush_hist_pair(a, row, sm.hist[0], lr);
+	else
+		flush_hist(a, row, sm.hist, lr);
 	if (SAMP == 2 && n * kTile > kHold * kWgThreads) /* more than samp_tail holds */
 		samp_staged(a, cta, sm.tail, reinterpret_cast<unsigned long long *>(sm.hist[0]),
 			    sizeof sm.hist / 8);
@@ -1390,7 +1389,8 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 		waves = waves < 1 ? 1 : waves > max_waves ? max_waves : waves;
 		gx = waves * slots / nr;
 	}
-	if (hist_packed(a->rows) && gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16) /* 16-bit counts */
+	if ((hist_packed(a->rows) || (!a->mx && a->rows == 2)) && /* 16-bit counts (ss_pair) */
+	    gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16)
 		gx = (tiles + kMaxTiles16 - 1) / kMaxTiles16;
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	/* the sampled tail: one CTA a row fewer scans, for the row's sampling CTA */
@@ -1419,15 +1419,6 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 	if (ranges) /* scan_tail needs the strided tiles, samp_tail contiguous ranges */
 		*ranges = *fuse == 2 ? 1 : !*fuse && gx > 1 ? wg_ranges(a) : 0;
 	return cudaSuccess;
-}
-
-/* idx_wg_args.pool: STRATA_IDX_POOL=q (A/Bs; read at each launch): the ranges split the
- * first q / 64 of a request's tiles, the rest are claimed one at a time; 0: none. */
-static int pool_q(void)
-{
-	const char *e = getenv("STRATA_IDX_POOL");
-	const int v = e ? atoi(e) : 0;
-	return v > 0 && v < 64 ? v : 0;
 }
 
 template <typename T> struct ident {
@@ -1471,10 +1462,12 @@ static int wg_launch(K kern, typename ident<K>::type kern_s, typename ident<K>::
 		kern_s = kern_st;
 	w.ranges = ranges;
 	w.tstride = ranges ? 1 : (int)gx;
-	w.pool = ranges && w.rows > 1 && !w.mx ? pool_q() : 0; /* scan_ss_kernel's DYN */
 	{
 		const char *e = getenv("STRATA_IDX_N128"); /* A/Bs: two FP8 rows by one MMA */
 		w.n128 = !(e && *e == '0');
+		const char *f = getenv("STRATA_IDX_L2PF"), *g = getenv("STRATA_IDX_L2POL"); /* A/Bs */
+		w.l2pf = f && atoi(f) > 0 ? (atoi(f) > 64 ? 64 : atoi(f)) : 0;
+		w.l2pol = g ? atoi(g) : 0;
 	}
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
@@ -1516,8 +1509,7 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 2, true, 0, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
-			wg_prepare(scan_ss_kernel<kSsStages, 4, true, 0, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
+			wg_prepare(scan_ss_kernel<3, 2, true>, smem_of<SsSmem<3, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 2>, smem_of<SsSmem<kSsStages, 1>>()) &&
@@ -1564,6 +1556,14 @@ static bool ss_tensor_map(const uint8_t *pages, CUtensorMap *tm)
 	return e == 0;
 }
 
+/* The two-row FP8 scan's ring (TMA form): 3 tiles (ss_pair's histograms) or 2.
+ * STRATA_IDX_SS_RING=2 / 3 (A/Bs; read at each launch). */
+static int ss_ring(void)
+{
+	const char *e = getenv("STRATA_IDX_SS_RING");
+	return e && *e == '3' ? 3 : 2;
+}
+
 /* The scan with R query rows a CTA (a->rows). */
 template <int R>
 static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st, int *fused)
@@ -1573,9 +1573,11 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		const int mode = ss_tma_mode();
 		const int tma = mode < 0 ? R > 1 : mode; /* ss_tma_mode's rule */
 		CUtensorMap tm;
+		if (R == 2 && tma && ss_ring() == 3 && ss_tensor_map(a->pages, &tm))
+			return wg_launch(scan_ss_kernel<3, 2, true>, nullptr, nullptr, smem_of<SsSmem<3, 2>>(), a,
+					 n_req, max_limit, st, fused, 1, tm);
 		if (tma && ss_tensor_map(a->pages, &tm))
-			return wg_launch(R > 1 && pool_q() ? scan_ss_kernel<kSsStages, R, true, 0, (R > 1)>
-							   : scan_ss_kernel<kSsStages, R, true>,
+			return wg_launch(scan_ss_kernel<kSsStages, R, true>,
 					 R == 1 ? scan_ss_kernel<kSsStages, R, true, R == 1> : nullptr,
 					 R == 1 ? scan_ss_kernel<kSsStages, R, true, 2 * (R == 1)> : nullptr, ss,
 					 a, n_req, max_limit, st, fused, 1, tm);

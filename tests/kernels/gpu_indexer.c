@@ -582,14 +582,8 @@ START_TEST(wgmma_ranges)
 			printf("ranges: the wgmma scan is not available here\n");
 			break;
 		}
-		for (int mode = 1; mode <= (f ? 2 : 4); mode++) {
-			/* modes 3 and 4 (FP8): ranges 2 with a pool of tiles claimed at run time
-			 * (STRATA_IDX_POOL: the ranges split 40 / 64 of a request's tiles, or
-			 * 1 / 64, nearly every tile claimed); the harness checks that its
-			 * counters are zero again after every call */
+		for (int mode = 1; mode <= 2; mode++) {
 			setenv("STRATA_IDX_RANGES", mode == 1 ? "1" : "2", 1);
-			if (mode >= 3)
-				setenv("STRATA_IDX_POOL", mode == 3 ? "40" : "1", 1);
 			const uint64_t sd = 100 + 10 * (uint64_t)mode;
 			int ll[5] = { 262144, 250000, 240007, 200001, 300 };
 			wgmma_case(fmt, 512, 5, ll, sd, TD_RANDOM, 0, "ranges: batch-5 long rows");
@@ -615,7 +609,6 @@ START_TEST(wgmma_ranges)
 			int l10[10] = { 20000, 65537, 131072, 300, 41000, 777, 200001, 513, 512, 99999 };
 			wgmma_rows_case(fmt, 512, 4, m4, l10, sd + 7, TD_MIXED_W, 0,
 					"ranges: rows 2/4/1/3 signed-w");
-			unsetenv("STRATA_IDX_POOL");
 		}
 		unsetenv("STRATA_IDX_RANGES");
 	}
