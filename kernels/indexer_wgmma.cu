@@ -112,9 +112,16 @@ constexpr int kMaxTiles16 = 65535 / 64;
  * share words, row r's count in half r (16 bits; at most kMaxTiles16 tiles a CTA, as
  * hist_packed), so that four CTAs an SM still fit; the increment is the same for every
  * lane of a row, as with one word a bucket. */
-constexpr bool ss_pair(int S, int R)
+constexpr bool ss_pair(int S, int R, int MB = 0)
 {
-	return S == 3 && R == 2;
+	return R == 2 && (S == 3 || MB >= 5);
+}
+/* The two-row FP8 scan at five CTAs an SM (MB, scan_ss_kernel): ss_pair's histograms and
+ * the head weights in shared memory (SsSmem::wt, read back before each row's epilogue,
+ * as the MXFP4 one-set loop's), so that five fit by shared memory and registers. */
+constexpr bool ss_wsm(int R, int MB)
+{
+	return R == 2 && MB >= 5;
 }
 
 /* The fused tail's (scan_tail) shared words. */
@@ -126,17 +133,18 @@ struct TailSmem {
 	uint32_t nl;      /* samp_agg: samples in the bound's bucket */
 };
 
+constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. R:
  * query rows a CTA scores (its request's, up to R), each with its query and histogram. */
-template <int S, int R> struct SsSmem {
+template <int S, int R, int MB = kCtasOf[R]> struct SsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
 	float ks[S][kTile];                    /* the keys' fp32 scales */
-	uint32_t hist[ss_pair(S, R) ? 1 : R][hist_words(R)]; /* ss_pair: both rows' in one */
+	uint32_t hist[ss_pair(S, R, MB) ? 1 : R][hist_words(R)]; /* ss_pair: both rows' in one */
+	float wt[ss_wsm(R, MB) ? R : 1][4][kWtStride];         /* ss_wsm: as RsSmem::wt */
 	uint64_t bar[S];                       /* TMA form: the ring slots' barriers */
 	TailSmem tail;
 };
-constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
 /* MXFP4: the queries (B, one a row), a ring of raw pages (16-byte aligned: bulk copies)
  * and the ring slots' barriers. */
 template <int S, int R> struct RsSmem {
@@ -572,7 +580,7 @@ struct SsCopy {
 	}
 };
 template <int S, int R>
-__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R> &sm, int slot, uint64_t pol,
+__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R, kCtasOf[R]> &sm, int slot, uint64_t pol,
 					const SsCopy &cp)
 {
 	const int tid = threadIdx.x;
@@ -641,15 +649,17 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
  * row 21.9 us, unchanged. */
 /* SAMP: 0, the filter or the row barrier; 1, the sampled tail (samp_tail); 2, the same
  * with the staged filing (samp_staged: more tiles a CTA than samp_tail holds) */
-template <int S, int R, bool T, int SAMP = 0>
-__global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
+template <int S, int R, bool T, int SAMP = 0, int MB = kCtasOf[R]>
+__global__ void __launch_bounds__(kWgThreads, MB)
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
-	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
+	SsSmem<S, R, MB> &sm = smem_at<SsSmem<S, R, MB>>(smem_raw);
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
-	using Sm = SsSmem<S, R>;
+	using Sm = SsSmem<S, R, MB>;
+	static_assert(MB == kCtasOf[R] || T, "the cp.async form: the default shared memory");
+	constexpr bool PAIR = ss_pair(S, R, MB), WSM = ss_wsm(R, MB);
 	static_assert(offsetof(Sm, hist) % 8 == 0, "samp_staged's keys fit the histogram's words");
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
@@ -714,6 +724,13 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 		if (!SAMP) /* every row's (the sampled tail keeps none) */
 			for (int i = tid; i < (int)(sizeof sm.hist / 4); i += kWgThreads)
 				(&sm.hist[0][0])[i] = 0;
+		if (WSM && tid < 4 * 16) /* lane class tid / 16, weight tid % 16 (head_weights') */
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				sm.wt[r][tid >> 4][tid & 15] =
+					lr[r] ? __ldg(a.w + (size_t)(row + r) * kHeads + 8 * ((tid & 15) >> 1) +
+						      2 * (tid >> 4) + (tid & 1))
+					      : 0.0f;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 		if (T)
 			__syncthreads(); /* the barriers initialised, before anyone waits on them */
@@ -724,8 +741,17 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	float wt[R][16];
 #pragma unroll
 	for (int r = 0; r < R; r++)
-		if (R == 1 || lr[r])
+		if (!WSM && (R == 1 || lr[r]))
 			head_weights(a, row + r, c, wt[r]);
+	/* WSM: row r's weights of this lane, read back from shared memory */
+	auto wsm_read = [&](int r, float(&w)[16]) {
+		const float4 *w4 = reinterpret_cast<const float4 *>(sm.wt[WSM ? r : 0][c]);
+#pragma unroll
+		for (int q = 0; q < 4; q++) {
+			const float4 v = w4[q];
+			w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+		}
+	};
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its slot, tile by tile (row r's
 	 * at sp + r sstride) */
 	const int kt = kWarpKeys * warp + g + 8 * (c & 1), kstep = cta.G * kTile;
@@ -801,26 +827,33 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			reg_fence(d);
 #pragma unroll
 			for (int r = 0; r < 2; r++)
-				if (lr[r])
+				if (lr[r]) {
+					float w[16];
+					if (WSM)
+						wsm_read(r, w);
 					score_tile<hist_packed(R), true>(
-						*reinterpret_cast<const float(*)[32]>(d + 32 * r), wt[r], c, ks,
+						*reinterpret_cast<const float(*)[32]>(d + 32 * r), WSM ? w : wt[r], c, ks,
 						key < lr[r], sp + (size_t)r * a.sstride,
-						sm.hist[ss_pair(S, R) ? 0 : r], true,
-						ss_pair(S, R) ? 1u << (16 * r) : 1u);
+						sm.hist[PAIR ? 0 : r], true,
+						PAIR ? 1u << (16 * r) : 1u);
+				}
 		} else {
 			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
-				score_tile<hist_packed(R), true>(d, wt[r], c, ks, key < lr[r],
+				float w[16];
+				if (WSM)
+					wsm_read(r, w);
+				score_tile<hist_packed(R), true>(d, WSM ? w : wt[r], c, ks, key < lr[r],
 								 sp + (size_t)r * a.sstride,
-								 sm.hist[ss_pair(S, R) ? 0 : r], true,
-								 ss_pair(S, R) ? 1u << (16 * r) : 1u);
+								 sm.hist[PAIR ? 0 : r], true,
+								 PAIR ? 1u << (16 * r) : 1u);
 			});
 		}
 		key += kstep;
 		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
 	}
-	if constexpr (ss_pair(S, R))
+	if constexpr (PAIR)
 		flush_hist_pair(a, row, sm.hist[0], lr);
 	else
 		flush_hist(a, row, sm.hist, lr);
@@ -1510,6 +1543,7 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
 			wg_prepare(scan_ss_kernel<3, 2, true>, smem_of<SsSmem<3, 2>>()) &&
+			wg_prepare(scan_ss_kernel<2, 2, true, 0, 5>, smem_of<SsSmem<2, 2, 5>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 2>, smem_of<SsSmem<kSsStages, 1>>()) &&
@@ -1564,6 +1598,13 @@ static int ss_ring(void)
 	return e && *e == '3' ? 3 : 2;
 }
 
+/* The two-row FP8 scan at five CTAs an SM (ss_wsm). STRATA_IDX_SS_MB5=1 (A/Bs). */
+static bool ss_mb5(void)
+{
+	const char *e = getenv("STRATA_IDX_SS_MB5");
+	return e && *e == '1';
+}
+
 /* The scan with R query rows a CTA (a->rows). */
 template <int R>
 static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st, int *fused)
@@ -1573,6 +1614,9 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		const int mode = ss_tma_mode();
 		const int tma = mode < 0 ? R > 1 : mode; /* ss_tma_mode's rule */
 		CUtensorMap tm;
+		if (R == 2 && tma && ss_mb5() && ss_tensor_map(a->pages, &tm))
+			return wg_launch(scan_ss_kernel<2, 2, true, 0, 5>, nullptr, nullptr,
+					 smem_of<SsSmem<2, 2, 5>>(), a, n_req, max_limit, st, fused, 1, tm);
 		if (R == 2 && tma && ss_ring() == 3 && ss_tensor_map(a->pages, &tm))
 			return wg_launch(scan_ss_kernel<3, 2, true>, nullptr, nullptr, smem_of<SsSmem<3, 2>>(), a,
 					 n_req, max_limit, st, fused, 1, tm);
