@@ -99,7 +99,6 @@ typedef struct idx_wg_args {
 	int ranges;                /* 0 strided tiles, 1 / 2 contiguous ranges (indexer_wgmma.cu wg_ranges) */
 	int tstride;               /* tiles between a CTA's tiles: the grid's x, or 1 with ranges */
 	int n128;                  /* two FP8 rows a CTA by one MMA of N = 128 (wgmma_ss4_n128) */
-	int l2pf, l2pol;           /* the FP8 scan's L2 prefetch: tiles ahead, policy (l2_prefetch) */
 } idx_wg_args;
 
 /* Diagnostic timeline of one indexer call (STRATA_IDX_TRACE=1; run_indexer prints it):

@@ -43,7 +43,11 @@
 // CTA, on each key tile it reads: the R queries sit side by side in shared memory as B
 // operands, and with R > 1 each row's MMA is issued before the previous row's epilogue
 // (two accumulator sets, rows_overlapped), so a key tile is read from HBM and (MXFP4)
-// converted once for all rows. Rows of a request with limit <= k are left to the filter,
+// converted once for all rows. Two FP8 rows (the TMA form) are one MMA of N = 128
+// instead (wgmma_ss4_n128: both queries as one B), so the key tile is read from shared
+// memory once, not once a row: 3 % faster a call (H200, bench/results/2026-12-03-h200-
+// s47, runs 1 - 2: 128K batch 32 59.8 - 60.5 us against 61.7 - 62.6, 512K batch 8 56.5 -
+// 57.2 against 58.3 - 59.2, 512K batch 32 205 - 216 against 211 - 218). Rows of a request with limit <= k are left to the filter,
 // as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
 // keys, batch 8 (bench/results/2026-12-01-h200-s24, runs 2 - 4): 4 rows 204 - 210 us a
 // call (FP8) and 217 (MXFP4), 0.71 - 0.77 of the roofline; 2 rows 109 - 111 and 126
@@ -108,21 +112,6 @@ constexpr int hist_words(int R)
 	return hist_packed(R) ? IDX_BINS / 2 : IDX_BINS;
 }
 constexpr int kMaxTiles16 = 65535 / 64;
-/* The FP8 two-row scan with a ring of three tiles (ss_ring): its two rows' histograms
- * share words, row r's count in half r (16 bits; at most kMaxTiles16 tiles a CTA, as
- * hist_packed), so that four CTAs an SM still fit; the increment is the same for every
- * lane of a row, as with one word a bucket. */
-constexpr bool ss_pair(int S, int R, int MB = 0)
-{
-	return R == 2 && (S == 3 || MB >= 5);
-}
-/* The two-row FP8 scan at five CTAs an SM (MB, scan_ss_kernel): ss_pair's histograms and
- * the head weights in shared memory (SsSmem::wt, read back before each row's epilogue,
- * as the MXFP4 one-set loop's), so that five fit by shared memory and registers. */
-constexpr bool ss_wsm(int R, int MB)
-{
-	return R == 2 && MB >= 5;
-}
 
 /* The fused tail's (scan_tail) shared words. */
 struct TailSmem {
@@ -133,18 +122,17 @@ struct TailSmem {
 	uint32_t nl;      /* samp_agg: samples in the bound's bucket */
 };
 
-constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
 /* FP8: the ring holds key tiles copied straight into the swizzled operand layout. R:
  * query rows a CTA scores (its request's, up to R), each with its query and histogram. */
-template <int S, int R, int MB = kCtasOf[R]> struct SsSmem {
+template <int S, int R> struct SsSmem {
 	uint8_t q[R][kHeads * kRowB];          /* the queries, swizzled; 1 KiB-aligned atoms */
 	uint8_t b[S][kTileBytes];              /* key tiles, swizzled */
 	float ks[S][kTile];                    /* the keys' fp32 scales */
-	uint32_t hist[ss_pair(S, R, MB) ? 1 : R][hist_words(R)]; /* ss_pair: both rows' in one */
-	float wt[ss_wsm(R, MB) ? R : 1][4][kWtStride];         /* ss_wsm: as RsSmem::wt */
+	uint32_t hist[R][hist_words(R)];
 	uint64_t bar[S];                       /* TMA form: the ring slots' barriers */
 	TailSmem tail;
 };
+constexpr int kWtStride = 20; /* RsSmem::wt: floats a lane class, 16 weights + 4 of padding */
 /* MXFP4: the queries (B, one a row), a ring of raw pages (16-byte aligned: bulk copies)
  * and the ring slots' barriers. */
 template <int S, int R> struct RsSmem {
@@ -209,26 +197,6 @@ __device__ __forceinline__ void cp16_plain(uint32_t dst, const void *src)
 __device__ __forceinline__ void fence_async_smem()
 {
 	asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-/* A key page of N bytes into L2 by the bulk-copy engine (no shared memory, no barrier):
- * idx_wg_args.l2pf tiles beyond the copies in flight; pol: 0 evicted first (as the
- * copies that then read it), 1 no hint, 2 evicted last. */
-template <int N> __device__ __forceinline__ void l2_prefetch(const void *src, int pol)
-{
-	if (pol == 0) {
-		asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src),
-			     "n"(N), "l"(l2_evict_first())
-			     : "memory");
-	} else if (pol == 2) {
-		uint64_t p;
-		asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-		asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src),
-			     "n"(N), "l"(p)
-			     : "memory");
-	} else {
-		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "n"(N) : "memory");
-	}
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -481,28 +449,6 @@ __device__ __forceinline__ void flush_hist(const idx_wg_args &a, int row,
 	wait_groups<0>(); /* the trailing empty groups */
 }
 
-/* flush_hist for ss_pair's words: row + r's counts in half r of each. */
-__device__ __forceinline__ void flush_hist_pair(const idx_wg_args &a, int row, const uint32_t *h,
-						const int (&lr)[2])
-{
-	idx_pdl_trigger();
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		idx_trace(a.trace, IDX_T_SCAN1);
-		idx_trace_cta(a.trace, 1, 0);
-	}
-	uint32_t *g0 = a.hist + (size_t)row * IDX_BINS, *g1 = g0 + IDX_BINS;
-	for (int i = threadIdx.x; i < IDX_BINS; i += kWgThreads) {
-		const uint32_t v = h[i];
-		if (lr[0] && (v & 0xffffu))
-			atomicAdd(&g0[i], v & 0xffffu);
-		if (lr[1] && (v >> 16))
-			atomicAdd(&g1[i], v >> 16);
-	}
-	idx_trace_fenced(a.trace, IDX_T_SCAN2);
-	wait_groups<0>();
-}
-
 #include "kernels/indexer_tail_int.h" /* scan_tail, samp_agg, samp_tail */
 
 /* The weights of lane (g, c)'s heads 8j + 2c + e in a keys-as-A MMA's accumulators, at
@@ -531,7 +477,7 @@ __device__ __forceinline__ void head_weights(const idx_wg_args &a, int row, int 
 template <bool PACKED = false, bool MAX = false>
 __device__ __forceinline__ float score_tile(const float (&d)[32], const float (&wt)[16], int c,
 					    float kscale, bool in, float *sp, uint32_t *hist,
-					    bool hon = true, uint32_t pinc = 1u)
+					    bool hon = true)
 {
 	float p[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } }; /* [key][j % 2] */
 #pragma unroll
@@ -555,8 +501,8 @@ __device__ __forceinline__ float score_tile(const float (&d)[32], const float (&
 			const uint32_t b = idx_bucket_dev(sc);
 			if (PACKED) /* hist_words: two 16-bit counts a word */
 				atomicAdd(&hist[b >> 1], 1u << ((b & 1u) << 4));
-			else /* pinc: 1, or a row's half of ss_pair's words */
-				atomicAdd(&hist[b], pinc);
+			else
+				atomicAdd(&hist[b], 1u);
 		}
 	}
 	return sc;
@@ -580,7 +526,7 @@ struct SsCopy {
 	}
 };
 template <int S, int R>
-__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R, kCtasOf[R]> &sm, int slot, uint64_t pol,
+__device__ __forceinline__ void ss_load(const uint8_t *page, SsSmem<S, R> &sm, int slot, uint64_t pol,
 					const SsCopy &cp)
 {
 	const int tid = threadIdx.x;
@@ -649,17 +595,15 @@ __device__ __forceinline__ void ss_tma(const CUtensorMap *tm, const uint8_t *pag
  * row 21.9 us, unchanged. */
 /* SAMP: 0, the filter or the row barrier; 1, the sampled tail (samp_tail); 2, the same
  * with the staged filing (samp_staged: more tiles a CTA than samp_tail holds) */
-template <int S, int R, bool T, int SAMP = 0, int MB = kCtasOf[R]>
-__global__ void __launch_bounds__(kWgThreads, MB)
+template <int S, int R, bool T, int SAMP = 0>
+__global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 	scan_ss_kernel(const idx_wg_args a, const __grid_constant__ CUtensorMap tm)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ uint8_t smem_raw[];
-	SsSmem<S, R, MB> &sm = smem_at<SsSmem<S, R, MB>>(smem_raw);
+	SsSmem<S, R> &sm = smem_at<SsSmem<S, R>>(smem_raw);
 	static_assert(!SAMP || R == 1, "the sampled tail scores one row a CTA");
-	using Sm = SsSmem<S, R, MB>;
-	static_assert(MB == kCtasOf[R] || T, "the cp.async form: the default shared memory");
-	constexpr bool PAIR = ss_pair(S, R, MB), WSM = ss_wsm(R, MB);
+	using Sm = SsSmem<S, R>;
 	static_assert(offsetof(Sm, hist) % 8 == 0, "samp_staged's keys fit the histogram's words");
 	if (SAMP && blockIdx.x == 0) { /* the row's sampling CTA */
 		static_assert(sizeof(sm.b) >= kSampWords * 4, "the sample fits the ring");
@@ -697,15 +641,6 @@ __global__ void __launch_bounds__(kWgThreads, MB)
 			ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
 	}
 	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
-	/* the L2 prefetch (thread 0): tiles S - 1 .. S - 2 + l2pf now, then tile i + S - 1 +
-	 * l2pf at tile i, its page index read a tile ahead (pfnext) */
-	const int pf = a.l2pf;
-	int pfnext = 0;
-	if (pf > 0 && tid == 0) {
-		for (int t = S - 1; t < S - 1 + pf && t < n; t++)
-			l2_prefetch<kFp8Page>(a.pages + (size_t)pt_at(t) * kFp8Page, a.l2pol);
-		pfnext = pt_at(S - 1 + pf);
-	}
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
@@ -722,15 +657,8 @@ __global__ void __launch_bounds__(kWgThreads, MB)
 			}
 		}
 		if (!SAMP) /* every row's (the sampled tail keeps none) */
-			for (int i = tid; i < (int)(sizeof sm.hist / 4); i += kWgThreads)
+			for (int i = tid; i < R * hist_words(R); i += kWgThreads)
 				(&sm.hist[0][0])[i] = 0;
-		if (WSM && tid < 4 * 16) /* lane class tid / 16, weight tid % 16 (head_weights') */
-#pragma unroll
-			for (int r = 0; r < R; r++)
-				sm.wt[r][tid >> 4][tid & 15] =
-					lr[r] ? __ldg(a.w + (size_t)(row + r) * kHeads + 8 * ((tid & 15) >> 1) +
-						      2 * (tid >> 4) + (tid & 1))
-					      : 0.0f;
 		fence_async_smem(); /* the queries' generic stores, before the MMA reads them */
 		if (T)
 			__syncthreads(); /* the barriers initialised, before anyone waits on them */
@@ -741,17 +669,8 @@ __global__ void __launch_bounds__(kWgThreads, MB)
 	float wt[R][16];
 #pragma unroll
 	for (int r = 0; r < R; r++)
-		if (!WSM && (R == 1 || lr[r]))
+		if (R == 1 || lr[r])
 			head_weights(a, row + r, c, wt[r]);
-	/* WSM: row r's weights of this lane, read back from shared memory */
-	auto wsm_read = [&](int r, float(&w)[16]) {
-		const float4 *w4 = reinterpret_cast<const float4 *>(sm.wt[WSM ? r : 0][c]);
-#pragma unroll
-		for (int q = 0; q < 4; q++) {
-			const float4 v = w4[q];
-			w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
-		}
-	};
 	/* lanes c < 2 score key 16 warp + g + 8c of each tile: its slot, tile by tile (row r's
 	 * at sp + r sstride) */
 	const int kt = kWarpKeys * warp + g + 8 * (c & 1), kstep = cta.G * kTile;
@@ -763,11 +682,6 @@ __global__ void __launch_bounds__(kWgThreads, MB)
 		/* TMA form: tile i + S - 1 into tile i - 1's slot by thread 0; with one row after
 		 * the MMA is issued, so that warp 0's copy does not delay the warpgroup's MMA */
 		const int pfill = pnext; /* tile i + S - 1's page (pnext moves on below) */
-		if (pf > 0 && tid == 0) {
-			if (i + S - 1 + pf < n)
-				l2_prefetch<kFp8Page>(a.pages + (size_t)pfnext * kFp8Page, a.l2pol);
-			pfnext = pt_at(i + S + pf);
-		}
 		auto refill = [&]() {
 			if (tid == 0 && i + S - 1 < n) {
 				const int sl = (i + S - 1) % S;
@@ -827,36 +741,22 @@ __global__ void __launch_bounds__(kWgThreads, MB)
 			reg_fence(d);
 #pragma unroll
 			for (int r = 0; r < 2; r++)
-				if (lr[r]) {
-					float w[16];
-					if (WSM)
-						wsm_read(r, w);
+				if (lr[r])
 					score_tile<hist_packed(R), true>(
-						*reinterpret_cast<const float(*)[32]>(d + 32 * r), WSM ? w : wt[r], c, ks,
-						key < lr[r], sp + (size_t)r * a.sstride,
-						sm.hist[PAIR ? 0 : r], true,
-						PAIR ? 1u << (16 * r) : 1u);
-				}
+						*reinterpret_cast<const float(*)[32]>(d + 32 * r), wt[r], c, ks,
+						key < lr[r], sp + (size_t)r * a.sstride, sm.hist[r]);
 		} else {
 			const float ks = sm.ks[slot][kt];
 			rows_overlapped(lr, issue, [&](const float(&d)[32], int r) {
-				float w[16];
-				if (WSM)
-					wsm_read(r, w);
-				score_tile<hist_packed(R), true>(d, WSM ? w : wt[r], c, ks, key < lr[r],
-								 sp + (size_t)r * a.sstride,
-								 sm.hist[PAIR ? 0 : r], true,
-								 PAIR ? 1u << (16 * r) : 1u);
+				score_tile<hist_packed(R), true>(d, wt[r], c, ks, key < lr[r],
+								 sp + (size_t)r * a.sstride, sm.hist[r]);
 			});
 		}
 		key += kstep;
 		sp += kstep;
 		/* no barrier here: the next tile's first one frees this slot */
 	}
-	if constexpr (PAIR)
-		flush_hist_pair(a, row, sm.hist[0], lr);
-	else
-		flush_hist(a, row, sm.hist, lr);
+	flush_hist(a, row, sm.hist, lr);
 	if (SAMP == 2 && n * kTile > kHold * kWgThreads) /* more than samp_tail holds */
 		samp_staged(a, cta, sm.tail, reinterpret_cast<unsigned long long *>(sm.hist[0]),
 			    sizeof sm.hist / 8);
@@ -1422,8 +1322,7 @@ static cudaError_t wg_shape(K kern, size_t smem, const idx_wg_args *a, int n_req
 		waves = waves < 1 ? 1 : waves > max_waves ? max_waves : waves;
 		gx = waves * slots / nr;
 	}
-	if ((hist_packed(a->rows) || (!a->mx && a->rows == 2)) && /* 16-bit counts (ss_pair) */
-	    gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16)
+	if (hist_packed(a->rows) && gx < (tiles + kMaxTiles16 - 1) / kMaxTiles16) /* 16-bit counts */
 		gx = (tiles + kMaxTiles16 - 1) / kMaxTiles16;
 	gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
 	/* the sampled tail: one CTA a row fewer scans, for the row's sampling CTA */
@@ -1496,11 +1395,8 @@ static int wg_launch(K kern, typename ident<K>::type kern_s, typename ident<K>::
 	w.ranges = ranges;
 	w.tstride = ranges ? 1 : (int)gx;
 	{
-		const char *e = getenv("STRATA_IDX_N128"); /* A/Bs: two FP8 rows by one MMA */
+		const char *e = getenv("STRATA_IDX_N128"); /* =0: two MMAs (A/Bs, tests) */
 		w.n128 = !(e && *e == '0');
-		const char *f = getenv("STRATA_IDX_L2PF"), *g = getenv("STRATA_IDX_L2POL"); /* A/Bs */
-		w.l2pf = f && atoi(f) > 0 ? (atoi(f) > 64 ? 64 : atoi(f)) : 0;
-		w.l2pol = g ? atoi(g) : 0;
 	}
 	*fused = w.fused;
 	cudaLaunchConfig_t cfg = {};
@@ -1542,8 +1438,6 @@ extern "C" int idx_wgmma_ready(void)
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 2, true>, smem_of<SsSmem<kSsStages, 2>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 4, true>, smem_of<SsSmem<kSsStages, 4>>()) &&
-			wg_prepare(scan_ss_kernel<3, 2, true>, smem_of<SsSmem<3, 2>>()) &&
-			wg_prepare(scan_ss_kernel<2, 2, true, 0, 5>, smem_of<SsSmem<2, 2, 5>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, true, 1>, smem_of<SsSmem<kSsStages, 1>>()) &&
 			wg_prepare(scan_ss_kernel<kSsStages, 1, false, 2>, smem_of<SsSmem<kSsStages, 1>>()) &&
@@ -1590,21 +1484,6 @@ static bool ss_tensor_map(const uint8_t *pages, CUtensorMap *tm)
 	return e == 0;
 }
 
-/* The two-row FP8 scan's ring (TMA form): 3 tiles (ss_pair's histograms) or 2.
- * STRATA_IDX_SS_RING=2 / 3 (A/Bs; read at each launch). */
-static int ss_ring(void)
-{
-	const char *e = getenv("STRATA_IDX_SS_RING");
-	return e && *e == '3' ? 3 : 2;
-}
-
-/* The two-row FP8 scan at five CTAs an SM (ss_wsm). STRATA_IDX_SS_MB5=1 (A/Bs). */
-static bool ss_mb5(void)
-{
-	const char *e = getenv("STRATA_IDX_SS_MB5");
-	return e && *e == '1';
-}
-
 /* The scan with R query rows a CTA (a->rows). */
 template <int R>
 static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStream_t st, int *fused)
@@ -1614,12 +1493,6 @@ static int wg_scan_rows(const idx_wg_args *a, int n_req, int max_limit, cudaStre
 		const int mode = ss_tma_mode();
 		const int tma = mode < 0 ? R > 1 : mode; /* ss_tma_mode's rule */
 		CUtensorMap tm;
-		if (R == 2 && tma && ss_mb5() && ss_tensor_map(a->pages, &tm))
-			return wg_launch(scan_ss_kernel<2, 2, true, 0, 5>, nullptr, nullptr,
-					 smem_of<SsSmem<2, 2, 5>>(), a, n_req, max_limit, st, fused, 1, tm);
-		if (R == 2 && tma && ss_ring() == 3 && ss_tensor_map(a->pages, &tm))
-			return wg_launch(scan_ss_kernel<3, 2, true>, nullptr, nullptr, smem_of<SsSmem<3, 2>>(), a,
-					 n_req, max_limit, st, fused, 1, tm);
 		if (tma && ss_tensor_map(a->pages, &tm))
 			return wg_launch(scan_ss_kernel<kSsStages, R, true>,
 					 R == 1 ? scan_ss_kernel<kSsStages, R, true, R == 1> : nullptr,
