@@ -11,9 +11,6 @@ cmake -S . -B build-gpu -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DCMAKE_CUDA_ARCHITEC
 cmake --build build-gpu -j16 --target strata_cli kernels_gpu_indexer >/tmp/build.log 2>&1 ||
 	{ grep -E "error" /tmp/build.log | head; tail -20 /tmp/build.log; exit 1; }
 echo "built in $SECONDS s"
-pts() { # LABEL ENV CTX BATCH ROWS [FMT]
-	env $2 timeout 60 build-gpu/strata bench indexer --ctx $3 --batch $4 --rows $5 \
-		--fmt ${6:-fp8} --q8 --wgmma 2>&1 |
 s=$SECONDS
 timeout 150 ncu --clock-control none -k "regex:scan_ss_kernel" --launch-skip 3 -c 1 \
 	--metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
