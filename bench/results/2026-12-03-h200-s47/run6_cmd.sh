@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
 cmake -S . -B build-gpu -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DCMAKE_CUDA_ARCHITECTURES=90 \
 	-DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 || { echo "configure failed"; exit 1; }
-cmake --build build-gpu -j16 --target strata_cli kernels_gpu_indexer >/tmp/build.log 2>&1 ||
+cmake --build build-gpu -j16 --target strata_cli >/tmp/build.log 2>&1 ||
 	{ grep -E "error" /tmp/build.log | head; tail -20 /tmp/build.log; exit 1; }
 echo "built in $SECONDS s"
 s=$SECONDS
