@@ -43,12 +43,13 @@
 // CTA, on each key tile it reads: the R queries sit side by side in shared memory as B
 // operands, and with R > 1 each row's MMA is issued before the previous row's epilogue
 // (two accumulator sets, rows_overlapped), so a key tile is read from HBM and (MXFP4)
-// converted once for all rows. Two FP8 rows (the TMA form) are one MMA of N = 128
-// instead (wgmma_ss4_n128: both queries as one B), so the key tile is read from shared
-// memory once, not once a row: 3 % faster a call (H200, bench/results/2026-12-03-h200-
-// s47, runs 1 - 2: 128K batch 32 59.8 - 60.5 us against 61.7 - 62.6, 512K batch 8 56.5 -
-// 57.2 against 58.3 - 59.2, 512K batch 32 205 - 216 against 211 - 218). Rows of a request with limit <= k are left to the filter,
-// as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
+// converted once for all rows. Two FP8 rows are one MMA of N = 128 instead
+// (wgmma_ss4_n128: both queries as one B), so the key tile is read from shared memory
+// once, not once a row: 3 % faster a call (H200, bench/results/2026-12-03-h200-s47,
+// runs 1 - 2: two rows 128K batch 32 59.8 - 60.5 us against 61.7 - 62.6, 512K batch 8
+// 56.5 - 57.2 against 58.3 - 59.2, 512K batch 32 205 - 216 against 211 - 218;
+// STRATA_IDX_N128=0 restores the two). Rows of a request with limit <= k are left to
+// the filter, as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
 // keys, batch 8 (bench/results/2026-12-01-h200-s24, runs 2 - 4): 4 rows 204 - 210 us a
 // call (FP8) and 217 (MXFP4), 0.71 - 0.77 of the roofline; 2 rows 109 - 111 and 126
 // (0.61 - 0.71); batch 1, 2 rows: 27.8 / 31.8 us; the default scan (s21, run 6): 410 /
@@ -1337,7 +1338,7 @@ static int wg_launch(K kern, typename ident<K>::type kern_s, typename ident<K>::
 	w.ranges = ranges;
 	w.tstride = ranges ? 1 : (int)gx;
 	{
-		const char *e = getenv("STRATA_IDX_N128"); /* =0: two MMAs (A/Bs, tests) */
+		const char *e = getenv("STRATA_IDX_N128"); /* =0: two MMAs (A/Bs) */
 		w.n128 = !(e && *e == '0');
 	}
 	*fused = w.fused;
