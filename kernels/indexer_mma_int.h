@@ -24,9 +24,7 @@ __device__ __forceinline__ void wgmma_ss4(float (&d)[32], uint64_t da, uint64_t 
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 		     : "l"(da), "l"(db), "r"(0));
 }
-#endif
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* wgmma_ss4 for two query rows at once (N = 128: rows r and r + 1's queries, adjacent
  * in shared memory, are one B of 128 heads): the key tile is read from shared memory
  * once for both rows, not once a row. d[0 .. 31]: row r's accumulators, d[32 .. 63]:
@@ -44,9 +42,7 @@ __device__ __forceinline__ void wgmma_ss4_n128(float (&d)[64], uint64_t da, uint
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 		     : "l"(da), "l"(db), "r"(0));
 }
-#endif
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* A whole tile's four k-steps (k-step s: a[4s .. 4s + 3], the B descriptor + 2s; step 0
  * with scale-d = 0, D = A B) in one asm block, the descriptors' offsets added in it. As
  * four calls of one wgmma each (one 64-bit descriptor operand a call) ptxas rebuilt

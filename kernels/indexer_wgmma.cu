@@ -49,11 +49,11 @@
 // runs 1 - 2: two rows 128K batch 32 59.8 - 60.5 us against 61.7 - 62.6, 512K batch 8
 // 56.5 - 57.2 against 58.3 - 59.2, 512K batch 32 205 - 216 against 211 - 218;
 // STRATA_IDX_N128=0 restores the two). Rows of a request with limit <= k are left to
-// the filter, as a one-row request's are. With R > 1 the scan never runs the fused tail. H200, 1M
-// keys, batch 8 (bench/results/2026-12-01-h200-s24, runs 2 - 4): 4 rows 204 - 210 us a
-// call (FP8) and 217 (MXFP4), 0.71 - 0.77 of the roofline; 2 rows 109 - 111 and 126
-// (0.61 - 0.71); batch 1, 2 rows: 27.8 / 31.8 us; the default scan (s21, run 6): 410 /
-// 414 us (4 rows), 224 / 220 (2).
+// the filter, as a one-row request's are. With R > 1 the scan never runs the fused
+// tail. H200, 1M keys, batch 8 (bench/results/2026-12-01-h200-s24, runs 2 - 4): 4 rows
+// 204 - 210 us a call (FP8) and 217 (MXFP4), 0.71 - 0.77 of the roofline; 2 rows 109 -
+// 111 and 126 (0.61 - 0.71); batch 1, 2 rows: 27.8 / 31.8 us; the default scan (s21,
+// run 6): 410 / 414 us (4 rows), 224 / 220 (2).
 //
 // In both, every key's score has the same shape wherever it sits, so equal keys get
 // equal scores; scores and the 2048-bucket histogram as the other scan writes them; and
