@@ -583,7 +583,10 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 		for (int i = 0; i < S - 1; i++)
 			ss_load(page_of(i, pt_at(i)), sm, i, pol, cp);
 	}
-	int pnext = pt_at(S - 1); /* the page-table read, a tile ahead */
+	/* the page-table reads two tiles ahead of the copy that needs them: read one tile
+	 * ahead, every warp waited for the load before its MMA (ptxas moves the index into
+	 * a uniform register where it is loaded: s47 run 6's stall samples) */
+	int pnext = pt_at(S - 1), pnext2 = pt_at(S);
 	{ /* the queries (16-byte aligned: the dispatcher checks), the histograms */
 #pragma unroll
 		for (int r = 0; r < R; r++) {
@@ -635,7 +638,7 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 		if constexpr (T) {
 			mbar_wait(bar0 + 8u * (uint32_t)slot, (uint32_t)(i / S) & 1u); /* tile i landed */
 			__syncthreads(); /* tile i - 1 wholly scored: its slot is free */
-			if (R > 1)
+			if (R > 1 && !(R == 2 && a.n128)) /* N = 128: after its MMA is issued */
 				refill();
 		} else {
 			wait_groups<S - 2>(); /* this thread's copies of tile i */
@@ -643,7 +646,8 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			__syncthreads();      /* everyone's copies; tile i - 1 wholly scored: its slot is free */
 			ss_load(page_of(i + S - 1, pnext), sm, (i + S - 1) % S, pol, cp);
 		}
-		pnext = pt_at(i + S);
+		pnext = pnext2;
+		pnext2 = pt_at(i + S + 1);
 
 		const uint64_t da = da0 + (uint64_t)(slot * (kTileBytes >> 4)); /* start field: 16 B units */
 		/* row r's MMA (not cleared: k-step 0 runs with scale-d = 0 (D = A B), as CUTLASS's
@@ -679,6 +683,8 @@ __global__ void __launch_bounds__(kWgThreads, kCtasOf[R])
 			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 			wgmma_ss4_n128(d, da, db);
 			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+			if (T) /* warp 0's copy after the MMA, which needs every warp */
+				refill();
 			const float ks = sm.ks[slot][kt];
 			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 			reg_fence(d);
