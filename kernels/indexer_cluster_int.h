@@ -191,7 +191,8 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_cl_kernel(Args a)
 	/* select_finish's first barrier orders these reads of h2 before cc (sm.u) is
 	 * written; the scan's histogram is cleared there (hist2 and the count slots were
 	 * not used: zero already) */
-	select_finish<PER>(a, row, L, bstar, above1, h2c, sm, tmp, all, all, [&] { clear_row(a, row); });
+	select_finish<PER>(a, row, L, bstar, above1, h2c, sm, tmp, [](auto) { return false; }, all,
+			   all, [&] { clear_row(a, row); });
 }
 
 #undef STRATA_CL_ASM

@@ -70,6 +70,54 @@ __device__ void radix_cut(E each, int need, SelSmem &sm, unsigned long long *pre
 	*mask_out = mask;
 }
 
+/* The classing pass of a select over N keys a thread held in registers (ck; valid(j):
+ * slot j holds one): cls_of(key) is 2 (taken: above the cut bin), 1 (the cut bin's:
+ * a candidate) or 0. Each thread classes its slots first (2 bits a slot); its places
+ * come from one warp scan of its two counts and one shared atomic a warp and counter,
+ * then take(at, key) / cand(at, key) store the entries (at: the counter's old value
+ * plus the key's rank). In place of an aggregated atomic (ballot, match, atomic,
+ * shuffle) a slot in turn, a chain of dependent shared-memory round trips. Every lane
+ * of the warp calls it. */
+template <int N, typename Valid, typename ClassOf, typename Take, typename Cand>
+__device__ __forceinline__ void class_regs(const unsigned long long (&ck)[N], Valid valid,
+					   ClassOf cls_of, uint32_t *n_take, uint32_t *n_cand,
+					   Take take, Cand cand)
+{
+	static_assert(N <= 16, "two bits a slot in one word");
+	const int lane = (int)(threadIdx.x & 31);
+	uint32_t cls = 0;
+#pragma unroll
+	for (int j = 0; j < N; j++)
+		if (valid(j))
+			cls |= cls_of(ck[j]) << (2 * j);
+	const uint32_t v = (uint32_t)__popc(cls & 0xaaaaaaaau) | (uint32_t)__popc(cls & 0x55555555u) << 16;
+	uint32_t x = v; /* inclusive: both counts at once (a warp's at most 32 N < 2^16 each) */
+#pragma unroll
+	for (int d = 1; d < 32; d <<= 1) {
+		const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
+		if (lane >= d)
+			x += y;
+	}
+	uint32_t bt = 0, bc = 0;
+	if (lane == 31) {
+		if (x & 0xffffu)
+			bt = atomicAdd(n_take, x & 0xffffu);
+		if (x >> 16)
+			bc = atomicAdd(n_cand, x >> 16);
+	}
+	const uint32_t ex = x - v;
+	bt = __shfl_sync(0xffffffffu, bt, 31) + (ex & 0xffffu);
+	bc = __shfl_sync(0xffffffffu, bc, 31) + (ex >> 16);
+#pragma unroll
+	for (int j = 0; j < N; j++) {
+		const uint32_t c = cls >> (2 * j) & 3u;
+		if (c == 2u)
+			take(bt++, ck[j]);
+		else if (c == 1u)
+			cand(bc++, ck[j]);
+	}
+}
+
 /* Sorts the row's selected ids (sm.ids[0..k), INT_MAX where unfilled) ascending and
  * writes them, -1 padded, with their scores. A counting sort on the ids' top 11 bits
  * (2048 buckets, positions by a block scan) then, inside each bucket, rank by counting
@@ -166,12 +214,12 @@ __device__ void clear_row(const Args &a, int row);
  * written (sort_emit). first(f) calls f(key) for each key of bucket b* (the classing
  * pass), all(f) as well (a crowded bin's passes); clear() zeroes the row's counters once
  * every read of them is done. select_row's and filter_cl_kernel's. */
-template <int PER, typename First, typename All, typename Clear>
+template <int PER, typename Regs, typename First, typename All, typename Clear>
 __device__ __forceinline__ void select_finish(const Args &a, int row, int L, uint32_t bstar,
 					      uint32_t above1,
 					      const uint32_t (&h2c)[IDX_BINS2 / kFThreads],
-					      SelSmem &sm, FScan::TempStorage &tmp, First first,
-					      All all, Clear clear)
+					      SelSmem &sm, FScan::TempStorage &tmp, Regs regs,
+					      First first, All all, Clear clear)
 {
 	const int k = a.topk, tid = threadIdx.x;
 	uint32_t base;
@@ -193,19 +241,32 @@ __device__ __forceinline__ void select_finish(const Args &a, int row, int L, uin
 
 	/* bin-2 winners and bin (b*, b2*) into shared memory */
 	if (b2s >= 0) {
-		auto classify = [&](unsigned long long key) {
-			uint32_t b2 = idx_sub_of((uint32_t)(key >> 32), base, shift);
-			if (b2 > (uint32_t)b2s) {
-				uint32_t at = above1 + agg_inc(&sm.n_t, true);
-				if (at < (uint32_t)k)
-					sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
-			} else if (b2 == (uint32_t)b2s) {
-				uint32_t c = agg_inc(&sm.n_c, true);
-				if (c < (uint32_t)kCC)
-					sm.u.cc[c] = key;
-			}
+		auto put = [&](uint32_t at, unsigned long long key) {
+			at += above1;
+			if (at < (uint32_t)k)
+				sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
 		};
-		first(classify);
+		auto put_c = [&](uint32_t c, unsigned long long key) {
+			if (c < (uint32_t)kCC)
+				sm.u.cc[c] = key;
+		};
+		auto cls_of = [&](unsigned long long key) {
+			const uint32_t b2 = idx_sub_of((uint32_t)(key >> 32), base, shift);
+			return b2 > (uint32_t)b2s ? 2u : b2 == (uint32_t)b2s ? 1u : 0u;
+		};
+		/* the keys in registers (select_row's list where it fit them): classed by
+		 * class_regs; else one aggregated atomic a key */
+		const bool held = regs([&](const auto &ck, auto valid) {
+			class_regs(ck, valid, cls_of, &sm.n_t, &sm.n_c, put, put_c);
+		});
+		if (!held)
+			first([&](unsigned long long key) {
+				const uint32_t c = cls_of(key);
+				if (c == 2u)
+					put(agg_inc(&sm.n_t, true), key);
+				else if (c == 1u)
+					put_c(agg_inc(&sm.n_c, true), key);
+			});
 	}
 	__syncthreads();
 	if (tid == 0)
@@ -327,19 +388,16 @@ __device__ void select_row(const Args &a, int row, int L, bool cut, uint32_t bst
 			sm.sc[i] = score_of(sk[j]);
 		}
 	}
+	auto cands = [&](auto f) { for_each_cand(a, row, L, bstar, nc, f); };
 	select_finish<PER>(
 		a, row, L, bstar, above1, h2c, sm, tmp,
-		[&](auto f) { /* the list from registers where it fit them */
-			if (nc <= pre) {
-#pragma unroll
-				for (int j = 0; j < kReg; j++)
-					if (tid + j * kFThreads < nc)
-						f(ck[j]);
-			} else {
-				for_each_cand(a, row, L, bstar, nc, f);
-			}
+		[&](auto h) { /* the list from registers where it fit them */
+			if (nc > pre)
+				return false;
+			h(ck, [&](int j) { return tid + j * kFThreads < (int)nc; });
+			return true;
 		},
-		[&](auto f) { for_each_cand(a, row, L, bstar, nc, f); }, [&] { clear_row(a, row); });
+		cands, cands, [&] { clear_row(a, row); });
 }
 
 /* ---- the top k of a whole row of scores (select_list's fallback) ----------------------
@@ -661,24 +719,30 @@ __device__ void select_list(const Args &a, int row, int L, SelSmem &sm, FScan::T
 			idx_trace(a.trace, IDX_T_CUT2);
 		const uint32_t b2 = (uint32_t)sm.bin; /* >= 0: nc >= k keys counted */
 		const int need = k - (int)sm.above;
-		auto classify = [&](unsigned long long key) {
+		auto cls_of = [&](unsigned long long key) {
 			const uint32_t s2 = sub(key);
-			if (s2 > b2) {
-				take(key);
-			} else if (s2 == b2) {
-				const uint32_t c = warp_inc(&sm.n_c);
-				if (c < (uint32_t)kCC)
-					sm.u.cc[c] = key;
-			}
+			return s2 > b2 ? 2u : s2 == b2 ? 1u : 0u;
 		};
-		if (nc <= pre) {
-#pragma unroll
-			for (int j = 0; j < kLReg; j++)
-				if (tid + j * kFThreads < (int)nc)
-					classify(ck[j]);
+		auto put = [&](uint32_t at, unsigned long long key) {
+			if (at < (uint32_t)k)
+				sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+		};
+		auto put_c = [&](uint32_t c, unsigned long long key) {
+			if (c < (uint32_t)kCC)
+				sm.u.cc[c] = key;
+		};
+		if (nc <= pre) { /* from registers: one warp scan for every slot's place */
+			class_regs(ck, [&](int j) { return tid + j * kFThreads < (int)nc; }, cls_of,
+				   &sm.n_t, &sm.n_c, put, put_c);
 		} else {
-			for (uint32_t i = tid; i < nc; i += kFThreads)
-				classify(__ldcg(cl + i));
+			for (uint32_t i = tid; i < nc; i += kFThreads) {
+				const unsigned long long key = __ldcg(cl + i);
+				const uint32_t c = cls_of(key);
+				if (c == 2u)
+					take(key);
+				else if (c == 1u)
+					put_c(warp_inc(&sm.n_c), key);
+			}
 		}
 		__syncthreads();
 		if (tid == 0)
