@@ -718,7 +718,7 @@ __device__ __forceinline__ bool filter_cut(const Args &a, int row, int bx,
  * its shared memory (flushed after the rounds). place(both) takes the CTA's places for
  * a round (selected count low, candidates high) and returns the lists' counts before
  * them; sel / cand store an entry (cand: its key, idx_key64's) at a place (past a
- * list's room: dropped, counted). */
+ * list's room: dropped, counted); count2 counts a candidate in its bin-2. */
 struct GlobalSink {
 	const Args &a;
 	int row;
@@ -738,16 +738,20 @@ struct GlobalSink {
 		if (at < a.cap)
 			a.cand[(size_t)row * a.cap + at] = key;
 	}
-	__device__ __forceinline__ uint32_t *h2() const
+	/* a candidate's bin-2 count (on) in this CTA's shared memory: a plain atomic whose
+	 * old value nothing waits for. (An aggregated one, ballot, match, atomic and shuffle,
+	 * was a dependent chain a live slot, in every warp with a candidate there.) */
+	__device__ __forceinline__ void count2(uint32_t b, bool on) const
 	{
-		return sm.u.h2;
+		if (on)
+			atomicAdd(&sm.u.h2[b], 1u);
 	}
 };
 
 /* This CTA's rounds over its chunks of row `row` (start, start + step, ... of kFChunk
  * scores, kFRound at a time; the first round's scores already in s), given the row's
  * first-level cut b*: ids with bucket > b* to the selected list, bucket-b* keys to the
- * candidate list, counted by sub-bin into sink.h2(). */
+ * candidate list, counted by sub-bin (sink.count2). */
 template <typename Sink>
 __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int start, int step,
 					      float (&s)[kFRound][kFPer], uint32_t bstar, SelSmem &sm,
@@ -755,7 +759,6 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
 {
 	const int tid = threadIdx.x;
 	const float *sc = a.scores + (size_t)row * a.sstride;
-	uint32_t *h2 = sink.h2();
 	uint32_t base;
 	int shift;
 	idx_sub_bounds(bstar, &base, &shift);
@@ -846,9 +849,9 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
 					sink.sel(bs, s[r][u], j);
 					bs++;
 				}
-				if (wl >> sh & 1u) { /* warp-uniform: agg_inc votes */
+				if (wl >> sh & 1u) { /* warp-uniform: the sink's count2 may vote */
 					const uint32_t o = idx_ord32(s[r][u]);
-					agg_inc(&h2[c == 1u ? idx_sub_of(o, base, shift) : 0u], c == 1u);
+					sink.count2(c == 1u ? idx_sub_of(o, base, shift) : 0u, c == 1u);
 					if (c == 1u) {
 						sink.cand(bc, ((unsigned long long)o << 32) |
 							      (unsigned long long)(0xffffffffu - (uint32_t)j));
@@ -872,8 +875,9 @@ __device__ __forceinline__ void filter_rounds(const Args &a, int row, int L, int
  * clears its counters, and CTA 0 of rows with limit <= k writes them; else
  * select_kernel does both. */
 /* Two CTAs per SM: 64 registers a thread at most (the staging role copies 16 entries a
- * round to stay within them). */
-template <bool FUSE>
+ * round to stay within them). PER: the ids a thread of the fused select sorts (one
+ * where k <= kFThreads, as the select kernels and the cluster filter have it). */
+template <bool FUSE, int PER = STRATA_INDEXER_MAX_TOPK / kFThreads>
 __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 {
 	__shared__ FScan::TempStorage tmp;
@@ -971,7 +975,7 @@ __global__ void __launch_bounds__(kFThreads, 2) filter_kernel(Args a)
 	if (!sm.last)
 		return;
 	if (cut) {
-		select_row(a, row, L, true, bstar, above1, sm, tmp);
+		select_row<PER>(a, row, L, true, bstar, above1, sm, tmp);
 	} else {
 		write_trivial(a, row, L, true);
 		__syncthreads(); /* this CTA's cut reads are done */
@@ -1355,7 +1359,8 @@ static int run_indexer(strata_dev *dev, const strata_indexer_params *p, strata_s
 		 * filter's own programmatic dependent measured no faster on the H200: its
 		 * grid started ~1 us after the filter's last CTA, as long as the fences and
 		 * counter of the fused path took then; bench/results/2026-11-30-h200-s8.) */
-		if (!launch(filter_kernel<true>, fg, !p->after_scan)) {
+		if (!launch(p->topk <= kFThreads ? filter_kernel<true, 1> : filter_kernel<true, kPer>,
+			    fg, !p->after_scan)) {
 			err = strata_dev_check(dev, "indexer: filter+select launch");
 			return err ? err : STRATA_E_CUDA;
 		}

@@ -90,6 +90,13 @@ struct ClusterSink {
 	{
 		return lead->s.u.h2;
 	}
+	/* a candidate's bin-2 count (on), every lane of the warp calling: one aggregated
+	 * atomic an address into the leader's shared memory (remote adds are the costly
+	 * part here) */
+	__device__ __forceinline__ void count2(uint32_t b, bool on) const
+	{
+		agg_inc(&h2()[on ? b : 0u], on);
+	}
 };
 
 /* grid (C, n_rows), cluster (C, 1, 1), C = a.fx (run_indexer: no staging CTAs). CTA x of
