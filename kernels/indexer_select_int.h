@@ -211,9 +211,11 @@ __device__ void clear_row(const Args &a, int row);
  * (sm.ids[0, above1), with their scores; INT_MAX past them) and its bin-2 counts (h2c, in
  * cut_counts' order) are in hand: the bin b2* holding the k-th score, the keys above it
  * taken, bin (b*, b2*) resolved by rank or radix select, then the k ids sorted and
- * written (sort_emit). first(f) calls f(key) for each key of bucket b* (the classing
- * pass), all(f) as well (a crowded bin's passes); clear() zeroes the row's counters once
- * every read of them is done. select_row's and filter_cl_kernel's. */
+ * written (sort_emit). regs(h): where bucket b*'s keys are in registers, calls h(ck,
+ * valid) on them (the classing pass by class_regs) and returns true, else false; then
+ * first(f) calls f(key) for each key of bucket b* (the classing pass a key at a time),
+ * all(f) as well (a crowded bin's passes); clear() zeroes the row's counters once every
+ * read of them is done. select_row's and filter_cl_kernel's. */
 template <int PER, typename Regs, typename First, typename All, typename Clear>
 __device__ __forceinline__ void select_finish(const Args &a, int row, int L, uint32_t bstar,
 					      uint32_t above1,
