@@ -241,17 +241,19 @@ __device__ __forceinline__ void select_finish(const Args &a, int row, int L, uin
 	const uint32_t above2 = b2s < 0 ? 0 : sm.above;
 	const int need = k - (int)above1 - (int)above2;
 
+	/* a taken key at place at (past the ids above b*), a candidate of bin (b*, b2*) at c */
+	auto put = [&](uint32_t at, unsigned long long key) {
+		at += above1;
+		if (at < (uint32_t)k)
+			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
+	};
+	auto put_c = [&](uint32_t c, unsigned long long key) {
+		if (c < (uint32_t)kCC)
+			sm.u.cc[c] = key;
+	};
+	auto take = [&](unsigned long long key) { put(agg_inc(&sm.n_t, true), key); };
 	/* bin-2 winners and bin (b*, b2*) into shared memory */
 	if (b2s >= 0) {
-		auto put = [&](uint32_t at, unsigned long long key) {
-			at += above1;
-			if (at < (uint32_t)k)
-				sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
-		};
-		auto put_c = [&](uint32_t c, unsigned long long key) {
-			if (c < (uint32_t)kCC)
-				sm.u.cc[c] = key;
-		};
 		auto cls_of = [&](unsigned long long key) {
 			const uint32_t b2 = idx_sub_of((uint32_t)(key >> 32), base, shift);
 			return b2 > (uint32_t)b2s ? 2u : b2 == (uint32_t)b2s ? 1u : 0u;
@@ -265,7 +267,7 @@ __device__ __forceinline__ void select_finish(const Args &a, int row, int L, uin
 			first([&](unsigned long long key) {
 				const uint32_t c = cls_of(key);
 				if (c == 2u)
-					put(agg_inc(&sm.n_t, true), key);
+					take(key);
 				else if (c == 1u)
 					put_c(agg_inc(&sm.n_c, true), key);
 			});
@@ -274,11 +276,6 @@ __device__ __forceinline__ void select_finish(const Args &a, int row, int L, uin
 	if (tid == 0)
 		idx_trace(a.trace, IDX_T_CLASS);
 	const uint32_t nC = sm.n_c;
-	auto take = [&](unsigned long long key) {
-		uint32_t at = above1 + agg_inc(&sm.n_t, true);
-		if (at < (uint32_t)k)
-			sm.ids[at] = id_of(key), sm.sc[at] = score_of(key);
-	};
 	if (b2s >= 0 && need > 0 && nC > 0) {
 		unsigned long long prefix = 0, mask = 0; /* take all: (key & 0) >= 0 */
 		if (nC <= (uint32_t)kRankMax) {
