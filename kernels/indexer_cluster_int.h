@@ -90,12 +90,16 @@ struct ClusterSink {
 	{
 		return lead->s.u.h2;
 	}
-	/* a candidate's bin-2 count (on), every lane of the warp calling: one aggregated
-	 * atomic an address into the leader's shared memory (remote adds are the costly
-	 * part here) */
+	/* a candidate's bin-2 count (on) in the leader's shared memory: a plain remote
+	 * atomic whose old value nothing waits for (an aggregated one, ballot, match,
+	 * atomic and shuffle, was a dependent chain a live slot; filter_kernel's counts
+	 * gained so, s48 run 5). Two FP8 rows 128K batch 64 100.8 - 100.9 us against
+	 * 101.8 - 102.2, batch 8 24.1 - 24.2 against 24.6, 512K batch 8 54.3 - 54.4
+	 * against 54.8 - 55.2 (bench/results/2026-12-03-h200-s49, run 1) */
 	__device__ __forceinline__ void count2(uint32_t b, bool on) const
 	{
-		agg_inc(&h2()[on ? b : 0u], on);
+		if (on)
+			atomicAdd(&h2()[b], 1u);
 	}
 };
 

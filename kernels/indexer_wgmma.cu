@@ -847,8 +847,12 @@ __device__ __forceinline__ void rs_read(const uint8_t *nib, const uint32_t *scw,
  *    slots, so that each step's slot, barrier and copying warp are constants: ~250
  *    instructions a warp a tile against ~290 (a few spilled registers now sit in the
  *    loop), 1M batch 8 83.6 - 83.8 us a call against 86.0 - 86.3, batch 32 305.4 -
- *    307.9 against 311.9 - 313.8 (bench/results/2026-12-01-h200-s20, run 5). */
-constexpr int kRsOneCtas = 6;
+ *    307.9 against 311.9 - 313.8 (bench/results/2026-12-01-h200-s20, run 5). Five CTAs
+ *    an SM since s49: the loop's 96 registers hold it without the spill (six CTAs, 80
+ *    registers, spilled 8 / 40 bytes), 128K batch 32 48.0 - 48.3 us against 49.5 - 49.9,
+ *    batch 64 82.0 - 82.5 against 84.3 - 84.8, 1M batch 8 78.0 - 78.2 against 79.9 -
+ *    80.1 (bench/results/2026-12-03-h200-s49, run 1). */
+constexpr int kRsOneCtas = 5;
 /* Two rows a CTA, with the head weights in shared memory (122 registers, no spill): four
  * CTAs an SM, as shared memory allows (kCtasOf[2]: three, by the registers the weights
  * took). */
