@@ -6,7 +6,9 @@
 # reads L2 hits or DRAM (s46's evict-last store changed nothing), and where do its warps
 # stall? Application replay with no cache control, so that each pass sees the caches the
 # scan left: (1) DRAM and L2 bytes of filter_kernel and of the scan before it; (2) the
-# filter's stall reasons by SASS line (kernel replay). ~4 - 6 min.
+# filter's stall reasons by SASS line (kernel replay). ~4 - 6 min. Before them an A/B
+# of the cluster filter's size at that point (no code change). Land nothing from it
+# without --check and the cluster tcase at the shape that wins.
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -16,6 +18,19 @@ cmake -S . -B build-gpu -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DCMAKE_CUDA_ARCHITEC
 cmake --build build-gpu -j16 --target strata_cli >/tmp/b0.log 2>&1 || { grep -E "error" /tmp/b0.log | head; exit 1; }
 echo "built in $SECONDS s"
 B=build-gpu/strata
+# first, no code change: the cluster filter at that point as clusters of 3 or 2 (two
+# rounds a CTA; s45 measured 3 at +0.3 us against the filter kernel, before s49's
+# plain remote atomics made the cluster filter 0.4 - 1.3 us faster), three rounds
+pts() { # LABEL ENV CTX BATCH ROWS
+	env $2 timeout 60 $B bench indexer --ctx "$3" --batch "$4" --rows "$5" --fmt fp8 --q8 --wgmma 2>&1 |
+		grep -E "^fp8 " | awk -v l="$1" '{print l, $1, $3, $4, $5, "graph", $9, "eff", $14, $(NF-5), $(NF-4)}'
+}
+for r in 1 2 3; do
+	for v in "tree:STRATA_IDX_FCL=8" "fcl3:STRATA_IDX_FCL=3" "fcl2:STRATA_IDX_FCL=2"; do
+		pts "${v%%:*} r$r" "${v#*:}" 128K 32 2
+		pts "${v%%:*} r$r" "${v#*:}" 512K 8,32 2
+	done
+done | tee "$OUT/fcl_ab.txt"
 M=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_read_lookup_hit.sum,lts__t_sectors_op_read_lookup_miss.sum,lts__t_sectors_op_write.sum,lts__t_sectors_op_atom.sum,lts__t_sectors_op_red.sum,gpu__time_duration.sum
 s=$SECONDS
 timeout 200 ncu --clock-control none --cache-control none --replay-mode application \
