@@ -37,7 +37,7 @@
 // fixed order (two chains, then one add), then over the key's 4 lanes by a
 // reduce-scatter (two shuffles), times half the key's scale. Two forms of the tile loop
 // (scan_rs_kernel): the next tile converted while this one's MMA runs (the fused tail's
-// one-row launches), or one set of A registers and 6 CTAs an SM (batches).
+// one-row launches), or one set of A registers and 5 CTAs an SM (batches, kRsOneCtas).
 //
 // Rows (both scans): a request's 1 - 4 query rows (MTP drafts) are scored by the same
 // CTA, on each key tile it reads: the R queries sit side by side in shared memory as B
