@@ -25,9 +25,12 @@
  *            elements a rank select when they are few (the usual case) or an exact radix
  *            select on 64-bit (score bits, inverted id) keys (in shared memory; from
  *            global memory when crowded: many equal scores; from the whole row when the
- *            candidate list overflowed); then a counting sort of the k ids. Shared
- *            counters are incremented once per warp and address (agg_inc), so equal
- *            scores do not serialise. Rows with limit <= k are written 0..limit-1.
+ *            candidate list overflowed); then a counting sort of the k ids. The lists'
+ *            shared counters are incremented once per warp (agg_inc, or one warp scan
+ *            of the lanes' counts), so equal scores do not serialise on them; the
+ *            bin-2 counts are plain atomics (faster on scores that differ; a crowd of
+ *            equal ones queues on one word there, slower, as exact). Rows with limit
+ *            <= k are written 0..limit-1.
  * Where a row's filter CTAs fit one thread-block cluster (and every row's cluster the GPU
  * at once), filter_cl_kernel runs step 2 with the row's CTAs meeting in the shared memory
  * of the cluster's first CTA, which selects (indexer_cluster_int.h, filter_cluster).
